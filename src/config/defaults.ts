@@ -1,0 +1,17 @@
+/** Every default the spec and the design name, in one place. */
+export const DEFAULTS = {
+  listen: '127.0.0.1:4318',
+  dataDir: './.touchstone',
+  shutdownTimeout: '10s',
+  store: { poolSize: 10 },
+  limits: {
+    maxBodyBytes: 16 * 1024 * 1024,
+    maxEvaluateRecords: 10_000,
+  },
+  judge: {
+    maxConcurrency: 4,
+    requestsPerSecond: 10,
+    timeout: '60s',
+    maxRetries: 3,
+  },
+} as const;

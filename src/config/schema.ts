@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { DEFAULTS } from './defaults.js';
+import { durationMs } from './duration.js';
+
+/** Names an environment variable whose value is a secret; the value never sits in config. */
+export const CredentialRefSchema = z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/) });
+
+/** Accepts camelCase spellings of some keys (as they appear in resource YAML) beside snake_case. */
+function aliasKeys(aliases: Record<string, string>) {
+  return (value: unknown) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[aliases[k] ?? k] = v;
+    return out;
+  };
+}
+
+export const JudgeConfigSchema = z.preprocess(
+  aliasKeys({ maxConcurrency: 'max_concurrency', requestsPerSecond: 'requests_per_second' }),
+  z.strictObject({
+    /** OpenAI-compatible base URL, e.g. `https://api.openai.com/v1`. */
+    endpoint: z.url(),
+    model: z.string().min(1),
+    credential: CredentialRefSchema.optional(),
+    max_concurrency: z.int().positive().default(DEFAULTS.judge.maxConcurrency),
+    requests_per_second: z.number().positive().default(DEFAULTS.judge.requestsPerSecond),
+    timeout: durationMs.prefault(DEFAULTS.judge.timeout),
+    max_retries: z.int().nonnegative().default(DEFAULTS.judge.maxRetries),
+  }),
+);
+export type JudgeConfig = z.infer<typeof JudgeConfigSchema>;
+
+export const ConfigSchema = z
+  .strictObject({
+    /** HOST:PORT the server listens on. */
+    listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'expected HOST:PORT').default(DEFAULTS.listen),
+    /** Where the embedded SQLite database and local files live. */
+    data_dir: z.string().min(1).default(DEFAULTS.dataDir),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** How long shutdown waits for in-flight requests before closing connections. */
+    shutdown_timeout: durationMs.prefault(DEFAULTS.shutdownTimeout),
+    store: z
+      .strictObject({
+        driver: z.enum(['sqlite', 'postgres']).default('sqlite'),
+        /** PostgreSQL connection URL (driver postgres). */
+        url: z.string().optional(),
+        pool_size: z.int().positive().default(DEFAULTS.store.poolSize),
+      })
+      .prefault({})
+      .refine((s) => s.driver !== 'postgres' || (s.url !== undefined && s.url !== ''), {
+        message: 'store.url is required when store.driver is postgres',
+        path: ['url'],
+      }),
+    /** Present = callers must authenticate. Absent is allowed only on loopback or with --no-auth. */
+    auth: z
+      .strictObject({
+        /** Accept API keys created with `touchstone keys create` (the default). */
+        api_keys: z.boolean().default(true),
+      })
+      .optional(),
+    /** Set by `--no-auth`: run without authentication even off loopback. */
+    no_auth: z.boolean().default(false),
+    limits: z
+      .strictObject({
+        /** Largest accepted request body. */
+        max_body_bytes: z.int().positive().default(DEFAULTS.limits.maxBodyBytes),
+        /** Most records in one evaluate request. */
+        max_evaluate_records: z.int().positive().default(DEFAULTS.limits.maxEvaluateRecords),
+      })
+      .prefault({}),
+    judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
+    /** Judge used when a request or policy names none. */
+    default_judge: z.string().optional(),
+  })
+  .superRefine((c, ctx) => {
+    if (c.default_judge !== undefined && !(c.default_judge in c.judges)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['default_judge'],
+        message: `names judge "${c.default_judge}", which is not under judges`,
+      });
+    }
+  });
+
+export type Config = z.infer<typeof ConfigSchema>;

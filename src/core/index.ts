@@ -1,0 +1,10 @@
+/**
+ * @module core
+ * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
+ * ids and the clock. No I/O; imports nothing internal.
+ */
+export * from './clock.js';
+export * from './content.js';
+export * from './errors.js';
+export * from './ids.js';
+export * from './record.js';
