@@ -1,1 +1,15 @@
-export {}
+/**
+ * Process entry: the only module that reads `process.env` or calls `process.exit`.
+ */
+import { runCli } from './cli/index.js';
+
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  onShutdownSignal: (handler) => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const)
+      process.once(signal, () => void handler(signal));
+  },
+});
+process.exit(code);

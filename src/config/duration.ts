@@ -28,7 +28,10 @@ export function parseDuration(text: string): number | undefined {
 export const durationMs = z.string().transform((text, ctx) => {
   const ms = parseDuration(text);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration such as 30s, 5m or 720h` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${text}" is not a duration such as 30s, 5m or 720h`,
+    });
     return z.NEVER;
   }
   return ms;

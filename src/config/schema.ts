@@ -3,7 +3,9 @@ import { DEFAULTS } from './defaults.js';
 import { durationMs } from './duration.js';
 
 /** Names an environment variable whose value is a secret; the value never sits in config. */
-export const CredentialRefSchema = z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/) });
+export const CredentialRefSchema = z.strictObject({
+  env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+});
 
 /** Accepts camelCase spellings of some keys (as they appear in resource YAML) beside snake_case. */
 function aliasKeys(aliases: Record<string, string>) {
@@ -33,10 +35,15 @@ export type JudgeConfig = z.infer<typeof JudgeConfigSchema>;
 export const ConfigSchema = z
   .strictObject({
     /** HOST:PORT the server listens on. */
-    listen: z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'expected HOST:PORT').default(DEFAULTS.listen),
+    listen: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'expected HOST:PORT')
+      .default(DEFAULTS.listen),
     /** Where the embedded SQLite database and local files live. */
     data_dir: z.string().min(1).default(DEFAULTS.dataDir),
-    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    log_level: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info'),
     /** How long shutdown waits for in-flight requests before closing connections. */
     shutdown_timeout: durationMs.prefault(DEFAULTS.shutdownTimeout),
     store: z

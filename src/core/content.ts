@@ -5,8 +5,22 @@ import type { Message } from './record.js';
  * Evaluators compare text, so these turn any of them into the text a person would read.
  */
 
-function isMessage(v: unknown): v is Message {
+export function isMessage(v: unknown): v is Message {
   return typeof v === 'object' && v !== null && typeof (v as { role?: unknown }).role === 'string';
+}
+
+function isTextPart(p: unknown): boolean {
+  return typeof p === 'object' && p !== null && 'text' in p;
+}
+
+/**
+ * True for content that reads as text: a string, a chat message or transcript, or content parts
+ * (`[{type: 'text', text}]`). Any other value is structured JSON.
+ */
+export function isTextContent(value: unknown): boolean {
+  if (typeof value === 'string' || isMessage(value)) return true;
+  if (!Array.isArray(value) || value.length === 0) return false;
+  return value.every(isMessage) || value.every(isTextPart);
 }
 
 /** The text of a value: strings as is, messages by their content, other JSON serialized. */
@@ -18,7 +32,10 @@ export function contentText(value: unknown): string {
     return value.map((m) => contentText(m.content)).join('\n');
   }
   if (isMessage(value)) return contentText(value.content);
-  if (Array.isArray(value) && value.every((p) => typeof p === 'object' && p !== null && 'text' in p)) {
+  if (
+    Array.isArray(value) &&
+    value.every((p) => typeof p === 'object' && p !== null && 'text' in p)
+  ) {
     // Content parts such as [{type: 'text', text: '…'}].
     return value.map((p) => String((p as { text: unknown }).text)).join('');
   }
@@ -28,7 +45,8 @@ export function contentText(value: unknown): string {
 /** The answer text of an output: for a chat transcript, the last assistant message. */
 export function outputText(value: unknown): string {
   if (Array.isArray(value) && value.length > 0 && value.every(isMessage)) {
-    const last = [...value].reverse().find((m) => m.role === 'assistant') ?? value[value.length - 1];
+    const last =
+      [...value].reverse().find((m) => m.role === 'assistant') ?? value[value.length - 1];
     return contentText(last?.content);
   }
   return contentText(value);

@@ -7,4 +7,5 @@ export * from './clock.js';
 export * from './content.js';
 export * from './errors.js';
 export * from './ids.js';
+export * from './issues.js';
 export * from './record.js';

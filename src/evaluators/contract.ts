@@ -46,8 +46,14 @@ export interface JudgeRequest {
   promptVersion: string;
   /** Ask for a JSON object answer (OpenAI `response_format: json_object`). */
   json?: boolean;
+  /** Sampling temperature, default 0. Answers sampled above 0 are never cached (trials need fresh samples). */
   temperature?: number;
   maxTokens?: number;
+  /**
+   * Interprets an answer (fresh or cached); throwing rejects it, so a malformed verdict fails the
+   * call and is never cached.
+   */
+  validate?: (content: string) => void;
 }
 
 /** A configured judge model. Implementations handle rate limits, retries and caching. */

@@ -1,0 +1,33 @@
+import type { FastifyInstance } from 'fastify';
+import { AuthErrors, type KeyService, OPEN_PRINCIPAL, type Principal } from '../auth/index.js';
+import './context.js';
+
+/** Routes that answer without credentials. */
+const PUBLIC_ROUTES = new Set(['/healthz', '/readyz']);
+
+/**
+ * Resolves the caller before any handler: with auth off every request acts as the open principal
+ * (owner of every project); with auth on a bearer API key is required except on health routes.
+ */
+export function installAuth(app: FastifyInstance, keys: KeyService, required: boolean): void {
+  // Decorated as null (a shared object default is refused by Fastify), set on every request.
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.addHook('onRequest', async (request) => {
+    request.principal = OPEN_PRINCIPAL;
+    if (!required) return;
+    if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    const header = request.headers.authorization;
+    if (header === undefined || header === '') {
+      throw AuthErrors.UNAUTHENTICATED(
+        'missing credentials: send "Authorization: Bearer <API key>"',
+      );
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (match === null) {
+      throw AuthErrors.UNAUTHENTICATED(
+        'malformed Authorization header: expected "Bearer <API key>"',
+      );
+    }
+    request.principal = await keys.authenticate(match[1] as string);
+  });
+}

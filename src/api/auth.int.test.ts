@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestApp, testApp } from '../../test/support/app.js';
+import { OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
+
+type Call = { method: 'GET' | 'POST' | 'DELETE'; url: string; body?: unknown };
+
+/** Every authenticated endpoint, with the roles that may call it. */
+const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
+  {
+    name: 'create key',
+    call: { method: 'POST', url: '/v1alpha1/keys', body: { project: 'p1', roles: ['viewer'] } },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'list keys',
+    call: { method: 'GET', url: '/v1alpha1/keys' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'revoke key',
+    call: { method: 'DELETE', url: '/v1alpha1/keys/REVOKE_ME' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'evaluate',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/evaluate',
+      body: { records: [{ output: '{}' }], evaluators: [{ ref: 'json-valid' }] },
+    },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list evaluators',
+    call: { method: 'GET', url: '/v1alpha1/evaluators' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: [...ROLES] },
+];
+
+describe('API keys and roles (auth section present)', () => {
+  let t: TestApp;
+  const secrets = {} as Record<Role, string>;
+
+  beforeAll(async () => {
+    t = await testApp({ auth: {} });
+    for (const role of ROLES) {
+      secrets[role] = (
+        await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: [role], name: role })
+      ).secret;
+    }
+  });
+  afterAll(() => t.close());
+
+  const send = (call: Call, secret?: string) =>
+    t.app.server.inject({
+      method: call.method,
+      url: call.url,
+      ...(call.body === undefined ? {} : { payload: JSON.stringify(call.body) }),
+      headers: {
+        ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(secret === undefined ? {} : { authorization: `Bearer ${secret}` }),
+      },
+    });
+
+  it('health routes need no credential', async () => {
+    expect((await send({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await send({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  });
+
+  for (const entry of MATRIX) {
+    it(`${entry.name}: 401 without or with a bad key`, async () => {
+      const none = await send(entry.call);
+      expect(none.statusCode).toBe(401);
+      expect(none.json().error.code).toBe('UNAUTHENTICATED');
+      expect((await send(entry.call, 'tsk_not-a-real-key')).statusCode).toBe(401);
+    });
+
+    for (const role of ROLES) {
+      const allowed = entry.allowed.includes(role);
+      it(`${entry.name} as ${role}: ${allowed ? 'allowed' : '403'}`, async () => {
+        let call = entry.call;
+        if (call.url.includes('REVOKE_ME')) {
+          const victim = await t.app.keys.create(OPEN_PRINCIPAL, {
+            project: 'p1',
+            roles: ['viewer'],
+          });
+          call = { ...call, url: call.url.replace('REVOKE_ME', victim.key.id) };
+        }
+        const res = await send(call, secrets[role]);
+        if (allowed) {
+          expect(res.statusCode).toBe(200);
+        } else {
+          expect(res.statusCode).toBe(403);
+          expect(res.json().error.code).toBe('PERMISSION_DENIED');
+        }
+      });
+    }
+  }
+
+  it('a key acts only on its own project', async () => {
+    const res = await send(
+      {
+        method: 'POST',
+        url: '/v1alpha1/evaluate',
+        body: { project: 'other', records: [{ output: '1' }], evaluators: [{ ref: 'json-valid' }] },
+      },
+      secrets.editor,
+    );
+    expect(res.statusCode).toBe(403);
+  });
+
+  it('an admin cannot mint or revoke owner keys', async () => {
+    const res = await send(
+      { method: 'POST', url: '/v1alpha1/keys', body: { project: 'p1', roles: ['owner'] } },
+      secrets.admin,
+    );
+    expect(res.statusCode).toBe(403);
+    expect(res.json().error.code).toBe('KEY_ROLE_NOT_ALLOWED');
+    const owner = await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: ['owner'] });
+    const revoke = await send(
+      { method: 'DELETE', url: `/v1alpha1/keys/${owner.key.id}` },
+      secrets.admin,
+    );
+    expect(revoke.statusCode).toBe(403);
+  });
+
+  it('returns the secret once, lists keys without it, stores only its hash', async () => {
+    const created = await send(
+      {
+        method: 'POST',
+        url: '/v1alpha1/keys',
+        body: { project: 'p1', roles: ['ingest'], labels: { team: 'a' } },
+      },
+      secrets.owner,
+    );
+    const { key, secret } = created.json();
+    expect(secret).toMatch(/^tsk_[A-Za-z0-9_-]{43}$/);
+    expect(key).toMatchObject({ project: 'p1', roles: ['ingest'], labels: { team: 'a' } });
+    expect(JSON.stringify(key)).not.toContain(secret);
+
+    const list = await send({ method: 'GET', url: '/v1alpha1/keys?page_size=2' }, secrets.owner);
+    expect(list.body).not.toContain(secret);
+    expect(list.body).not.toMatch(/secretHash|secret_hash/);
+    expect(list.json().keys).toHaveLength(2);
+    expect(list.json().next_page_token).toBeDefined();
+
+    await t.app.store.close();
+    const db = readFileSync(join(t.dataDir, 'touchstone.db'));
+    const wal = (() => {
+      try {
+        return readFileSync(join(t.dataDir, 'touchstone.db-wal'));
+      } catch {
+        return Buffer.alloc(0);
+      }
+    })();
+    expect(db.includes(secret)).toBe(false);
+    expect(wal.includes(secret)).toBe(false);
+  });
+});
+
+describe('revocation and expiry', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await testApp({ auth: {} });
+  });
+  afterAll(() => t.close());
+
+  it('a revoked key answers 401 at once; an expired key too', async () => {
+    const { key, secret } = await t.app.keys.create(OPEN_PRINCIPAL, {
+      project: 'p1',
+      roles: ['viewer'],
+    });
+    const ok = await t.app.server.inject({
+      url: '/v1alpha1/evaluators',
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(ok.statusCode).toBe(200);
+    await t.app.keys.revoke(OPEN_PRINCIPAL, key.id);
+    const after = await t.app.server.inject({
+      url: '/v1alpha1/evaluators',
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(after.statusCode).toBe(401);
+    expect(after.json().error.message).toMatch(/revoked/);
+
+    const expired = await t.app.keys.create(OPEN_PRINCIPAL, {
+      project: 'p1',
+      roles: ['viewer'],
+      expiresAt: '2001-01-01T00:00:00Z',
+    });
+    const res = await t.app.server.inject({
+      url: '/v1alpha1/evaluators',
+      headers: { authorization: `Bearer ${expired.secret}` },
+    });
+    expect(res.statusCode).toBe(401);
+  });
+});

@@ -1,0 +1,21 @@
+import { defineErrors } from '../core/index.js';
+
+export const ApiErrors = defineErrors({
+  BODY_INVALID: {
+    kind: 'invalid_argument',
+    doc: 'The request body is not valid JSON or does not fit the schema; the message gives the position or `details` the fields.',
+  },
+  BODY_TOO_LARGE: {
+    kind: 'payload_too_large',
+    doc: 'The request body exceeds `limits.max_body_bytes`; split the request.',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    kind: 'unsupported_media_type',
+    doc: 'The Content-Type is not one the endpoint accepts.',
+  },
+  ROUTE_NOT_FOUND: { kind: 'not_found', doc: 'No endpoint at that method and path.' },
+  INTERNAL_ERROR: {
+    kind: 'internal',
+    doc: 'An unexpected failure; nothing about it is shown, the server log has it under the request id.',
+  },
+});

@@ -1,0 +1,101 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  type ErrorDetail,
+  type ErrorKind,
+  isTouchstoneError,
+  type TouchstoneError,
+} from '../core/index.js';
+import { ApiErrors } from './error-codes.js';
+
+/**
+ * The only place a domain error becomes an HTTP status, and the one JSON error body:
+ * `{"error": {"code", "kind", "message", "requestId", "details"?}}`.
+ */
+
+export const KIND_STATUS: Readonly<Record<ErrorKind, number>> = {
+  invalid_argument: 400,
+  failed_precondition: 400,
+  unauthenticated: 401,
+  permission_denied: 403,
+  not_found: 404,
+  already_exists: 409,
+  aborted: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  resource_exhausted: 429,
+  internal: 500,
+  unimplemented: 501,
+  unavailable: 503,
+  deadline_exceeded: 504,
+};
+
+export interface ErrorBody {
+  error: {
+    code: string;
+    kind: ErrorKind;
+    message: string;
+    requestId: string;
+    details?: ErrorDetail[];
+  };
+}
+
+/** Fastify's own errors (body parsing, limits, routing) in our catalogue's terms. */
+function fromFastify(err: FastifyError, limit: number): TouchstoneError | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return ApiErrors.BODY_TOO_LARGE(`request body exceeds the limit of ${limit} bytes`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return ApiErrors.UNSUPPORTED_MEDIA_TYPE('unsupported Content-Type; send application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return ApiErrors.BODY_INVALID('request body is empty; send a JSON object');
+    default:
+      if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+        return ApiErrors.BODY_INVALID(`request rejected: ${err.code ?? 'bad request'}`);
+      }
+      return undefined;
+  }
+}
+
+export function toErrorBody(err: TouchstoneError, requestId: string): ErrorBody {
+  return {
+    error: {
+      code: err.code,
+      kind: err.kind,
+      message: err.message,
+      requestId,
+      ...(err.details.length > 0 ? { details: err.details } : {}),
+    },
+  };
+}
+
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  raw: unknown,
+  bodyLimit: number,
+): FastifyReply {
+  let err: TouchstoneError;
+  if (isTouchstoneError(raw)) {
+    err = raw;
+  } else {
+    const mapped = fromFastify(raw as FastifyError, bodyLimit);
+    if (mapped === undefined) {
+      request.log.error({ err: raw }, 'unhandled error');
+      err = ApiErrors.INTERNAL_ERROR(
+        `internal error; the server log has details under request id ${request.id}`,
+      );
+    } else {
+      err = mapped;
+    }
+  }
+  const status = KIND_STATUS[err.kind];
+  if (status >= 500 && isTouchstoneError(raw)) request.log.warn({ code: err.code }, err.message);
+  if (err.retryAfterSeconds !== undefined)
+    reply.header('retry-after', String(Math.ceil(err.retryAfterSeconds)));
+  else if (err.retryable && (status === 429 || status === 503)) reply.header('retry-after', '1');
+  return reply
+    .code(status)
+    .type('application/json')
+    .send(toErrorBody(err, String(request.id)));
+}

@@ -1,0 +1,9 @@
+/**
+ * @module api
+ * The HTTP edge: Fastify plug-ins per resource, the one error mapper (errors.ts), auth hook and
+ * metrics. Calls application functions in the domain areas and holds no business logic.
+ */
+export { ApiErrors } from './error-codes.js';
+export { KIND_STATUS, toErrorBody } from './errors.js';
+export { Metrics } from './metrics.js';
+export { buildServer, type ServerDeps } from './server.js';

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import type { Metrics } from '../metrics.js';
+
+export interface HealthDeps {
+  /** Throws when the database is unreachable or not migrated. */
+  ready(): Promise<void>;
+  metrics: Metrics;
+}
+
+export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Promise<void> {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (request, reply) => {
+    try {
+      await deps.ready();
+      return { status: 'ready' };
+    } catch (err) {
+      request.log.warn({ err }, 'not ready');
+      return reply
+        .code(503)
+        .send({ status: 'unavailable', reason: 'database not reachable or not migrated' });
+    }
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await deps.metrics.registry.metrics();
+    return reply.type(deps.metrics.registry.contentType).send(text);
+  });
+}

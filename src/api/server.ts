@@ -1,0 +1,74 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { KeyService } from '../auth/index.js';
+import { newRequestId } from '../core/index.js';
+import type { EvaluationService } from '../evaluators/index.js';
+import { installAuth } from './auth-hook.js';
+import { ApiErrors } from './error-codes.js';
+import { sendError } from './errors.js';
+import { parseJsonBody } from './json.js';
+import type { Metrics } from './metrics.js';
+import { evaluateRoutes } from './routes/evaluate.js';
+import { healthRoutes } from './routes/health.js';
+import { keyRoutes } from './routes/keys.js';
+
+export interface ServerDeps {
+  logger: FastifyBaseLogger;
+  bodyLimit: number;
+  authRequired: boolean;
+  keys: KeyService;
+  evaluation: EvaluationService;
+  metrics: Metrics;
+  ready(): Promise<void>;
+}
+
+/** Builds the HTTP edge (not listening): tests drive it with `inject()`. */
+export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: deps.bodyLimit,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given)
+        ? given
+        : newRequestId();
+    },
+    requestIdLogLabel: 'requestId',
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    /^application\/([a-z0-9.+-]*\+)?json$/,
+    { parseAs: 'string', bodyLimit: deps.bodyLimit },
+    (_request, body: string | Buffer, done) => {
+      try {
+        done(null, parseJsonBody(body.toString()));
+      } catch (err) {
+        done(err as Error, undefined);
+      }
+    },
+  );
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('server-timing', `app;dur=${reply.elapsedTime.toFixed(3)}`);
+  });
+  app.setErrorHandler((err, request, reply) => sendError(request, reply, err, deps.bodyLimit));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      request,
+      reply,
+      ApiErrors.ROUTE_NOT_FOUND(`no endpoint ${request.method} ${request.url.split('?')[0]}`),
+      deps.bodyLimit,
+    ),
+  );
+
+  deps.metrics.instrument(app);
+  installAuth(app, deps.keys, deps.authRequired);
+  await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
+  await app.register(keyRoutes, { keys: deps.keys });
+  await app.register(evaluateRoutes, { evaluation: deps.evaluation });
+  return app;
+}

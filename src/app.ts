@@ -1,0 +1,133 @@
+import type { FastifyInstance } from 'fastify';
+import { type Logger, pino } from 'pino';
+import { buildServer, Metrics } from './api/index.js';
+import { KeyService } from './auth/index.js';
+import { type Config, isLoopbackListen, splitListen } from './config/index.js';
+import { type Clock, systemClock } from './core/index.js';
+import {
+  createJudges,
+  defaultRegistry,
+  type EvaluationObserver,
+  EvaluationService,
+} from './evaluators/index.js';
+import { createHttpClient, type HttpClient } from './net/index.js';
+import { openStore, type Store } from './store/index.js';
+
+/**
+ * Composition root: config → store → services → HTTP edge. Tests build an App without listening
+ * and drive it with `app.server.inject()`.
+ */
+
+export interface AppDeps {
+  /** The process environment, for credential references (`credential: {env: VAR}`). */
+  env: Record<string, string | undefined>;
+  clock?: Clock;
+  logger?: Logger;
+  /** Collect Node process metrics (off in tests that build many apps). */
+  processMetrics?: boolean;
+}
+
+export interface App {
+  readonly config: Readonly<Config>;
+  readonly server: FastifyInstance;
+  readonly store: Store;
+  readonly keys: KeyService;
+  readonly evaluation: EvaluationService;
+  readonly logger: Logger;
+  /** Starts listening; resolves to the bound address (`127.0.0.1:4318`). */
+  listen(): Promise<string>;
+  /** Stops accepting, drains in-flight requests (bounded), closes the store. Safe twice. */
+  close(): Promise<void>;
+}
+
+export function authRequired(config: Config): boolean {
+  if (config.no_auth) return false;
+  return config.auth !== undefined || !isLoopbackListen(config.listen);
+}
+
+/** Direct evaluation as configured: built-in and judge evaluators, the configured judges. */
+export function createEvaluationService(
+  config: Readonly<Config>,
+  deps: {
+    http: HttpClient;
+    env: Record<string, string | undefined>;
+    clock: Clock;
+    logger: Logger;
+    observer?: EvaluationObserver;
+  },
+): EvaluationService {
+  return new EvaluationService({
+    registry: defaultRegistry(),
+    judges: createJudges(config.judges, { http: deps.http, env: deps.env, clock: deps.clock }),
+    ...(config.default_judge === undefined ? {} : { defaultJudge: config.default_judge }),
+    ...(deps.observer === undefined ? {} : { observer: deps.observer }),
+    onError: (err, evaluator) => deps.logger.warn({ err, evaluator }, 'evaluator failed'),
+    maxRecords: config.limits.max_evaluate_records,
+  });
+}
+
+export async function createApp(config: Readonly<Config>, deps: AppDeps): Promise<App> {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? pino({ level: config.log_level, base: { service: 'touchstone' } });
+  const store = await openStore(config, { clock, logger });
+  const http: HttpClient = createHttpClient({ userAgent: 'touchstone' });
+  const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
+  const keys = new KeyService({ keys: store.keys, clock });
+  const evaluation = createEvaluationService(config, {
+    http,
+    env: deps.env,
+    clock,
+    logger,
+    observer: metrics,
+  });
+  const server = await buildServer({
+    logger,
+    bodyLimit: config.limits.max_body_bytes,
+    authRequired: authRequired(config),
+    keys,
+    evaluation,
+    metrics,
+    ready: async () => {
+      await store.ping();
+      if (!(await store.migrationsApplied())) throw new Error('migrations not applied');
+    },
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      const timer = setTimeout(
+        () => server.server.closeAllConnections?.(),
+        config.shutdown_timeout,
+      );
+      timer.unref();
+      try {
+        await server.close();
+      } finally {
+        clearTimeout(timer);
+        await http.close();
+        await store.close();
+      }
+    })();
+    return closing;
+  };
+
+  return {
+    config,
+    server,
+    store,
+    keys,
+    evaluation,
+    logger,
+    async listen() {
+      const { host, port } = splitListen(config.listen);
+      await server.listen({ host, port });
+      const addr = server.server.address();
+      if (addr === null || typeof addr === 'string') return config.listen;
+      return addr.family === 'IPv6'
+        ? `[${addr.address}]:${addr.port}`
+        : `${addr.address}:${addr.port}`;
+    },
+    close,
+  };
+}

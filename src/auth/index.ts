@@ -1,0 +1,30 @@
+/**
+ * @module auth
+ * API keys, roles → permissions, and the principal every request acts as. Owns key secrets
+ * (hashed at rest). Imports core and store ports only; never api/.
+ */
+export { AuthErrors } from './error-codes.js';
+export {
+  type ApiKey,
+  type CreateKeyRequest,
+  CreateKeySchema,
+  hashSecret,
+  KeyService,
+  SECRET_PREFIX,
+} from './keys.js';
+export {
+  authorize,
+  DEFAULT_PROJECT,
+  keyPrincipal,
+  OPEN_PRINCIPAL,
+  type Principal,
+} from './principal.js';
+export {
+  highestRole,
+  PERMISSIONS,
+  type Permission,
+  permissionsOf,
+  ROLE_PERMISSIONS,
+  ROLES,
+  type Role,
+} from './roles.js';

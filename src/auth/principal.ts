@@ -1,0 +1,62 @@
+import { AuthErrors } from './error-codes.js';
+import { type Permission, permissionsOf, type Role } from './roles.js';
+
+/**
+ * Who is calling. A key principal belongs to one project; the open principal (loopback without
+ * an auth section, or --no-auth) acts as owner of every project.
+ */
+export interface Principal {
+  kind: 'key' | 'open';
+  /** Key id, for audit and logs (never the secret). */
+  id: string;
+  /** The key's project; undefined for the open principal (all projects). */
+  project: string | undefined;
+  roles: readonly Role[];
+  /** Labels applied to traces ingested with this key. */
+  labels: Readonly<Record<string, string>>;
+  permissions: ReadonlySet<Permission>;
+}
+
+export const DEFAULT_PROJECT = 'default';
+
+export const OPEN_PRINCIPAL: Principal = Object.freeze<Principal>({
+  kind: 'open',
+  id: 'open',
+  project: undefined,
+  roles: ['owner'],
+  labels: {},
+  permissions: permissionsOf(['owner']),
+});
+
+export function keyPrincipal(key: {
+  id: string;
+  project: string;
+  roles: readonly Role[];
+  labels: Readonly<Record<string, string>>;
+}): Principal {
+  return {
+    kind: 'key',
+    id: key.id,
+    project: key.project,
+    roles: key.roles,
+    labels: key.labels,
+    permissions: permissionsOf(key.roles),
+  };
+}
+
+/**
+ * Checks a permission and settles which project the operation acts on: the one the request names,
+ * else the key's own, else `default`. Returns that project.
+ */
+export function authorize(principal: Principal, permission: Permission, project?: string): string {
+  if (!principal.permissions.has(permission)) {
+    throw AuthErrors.PERMISSION_DENIED(`this operation needs permission ${permission}`);
+  }
+  const target = project ?? principal.project ?? DEFAULT_PROJECT;
+  if (principal.project !== undefined && principal.project !== target) {
+    throw AuthErrors.PERMISSION_DENIED(
+      `the key belongs to project "${principal.project}", not "${target}"`,
+    );
+  }
+  return target;
+}

@@ -1,0 +1,58 @@
+/**
+ * @module cli
+ * The `touchstone` command. Commands call application functions (or the REST API with
+ * `--server`) and hold no business logic; exit codes live in exit-codes.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { evaluateCommand } from './evaluate.js';
+import { EXIT } from './exit-codes.js';
+import { type CliIO, describeError } from './io.js';
+import { keysCommand } from './keys.js';
+import { serveCommand } from './serve.js';
+
+export { EXIT } from './exit-codes.js';
+export type { CliIO } from './io.js';
+
+export const VERSION = '0.1.0';
+
+/** Runs the CLI; resolves to the exit code (for `serve`, once the server has shut down). */
+export async function runCli(
+  argv: string[],
+  io: CliIO,
+  stdin = () => readFileSync(0, 'utf8'),
+): Promise<number> {
+  let finish: (code: number) => void = () => {};
+  const served = new Promise<number>((resolve) => {
+    finish = resolve;
+  });
+  let serving = false;
+
+  const program = new Command('touchstone')
+    .description('Touchstone: evaluation service for AI agents.')
+    .version(VERSION)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    })
+    .showHelpAfterError('(run with --help for usage)');
+  serveCommand(program, io, (code) => finish(code));
+  program.hook('preAction', (_cmd, action) => {
+    serving = action.name() === 'serve';
+  });
+  keysCommand(program, io);
+  evaluateCommand(program, io, stdin);
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+    }
+    const { code, text } = describeError(err);
+    io.stderr.write(`touchstone: ${text}\n`);
+    return code;
+  }
+  return serving ? served : EXIT.OK;
+}

@@ -1,0 +1,168 @@
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { type ApiKey, KeyService, OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
+import { systemClock } from '../core/index.js';
+import { openStore } from '../store/index.js';
+import { ApiClient } from './client.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type CliIO, table } from './io.js';
+import { configFromFlags, type ServerFlags } from './serve.js';
+
+interface TargetFlags extends ServerFlags {
+  server?: string;
+  json?: boolean;
+}
+
+/** Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, the local data dir. */
+async function withKeys<T>(
+  flags: TargetFlags,
+  io: CliIO,
+  remote: (client: ApiClient) => Promise<T>,
+  local: (keys: KeyService) => Promise<T>,
+): Promise<T> {
+  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
+  if (server !== undefined && server !== '')
+    return remote(new ApiClient(server, io.env.TOUCHSTONE_API_KEY));
+  const config = configFromFlags(flags, io);
+  const store = await openStore(config, { clock: systemClock, logger: pino({ level: 'silent' }) });
+  try {
+    return await local(new KeyService({ keys: store.keys, clock: systemClock }));
+  } finally {
+    await store.close();
+  }
+}
+
+function targetOptions(cmd: Command): Command {
+  return cmd
+    .option(
+      '--server <url>',
+      'server URL (default: $TOUCHSTONE_SERVER; without one, the local data dir)',
+    )
+    .option('-c, --config <file>', 'YAML config file (local mode)')
+    .option('--data-dir <dir>', 'data directory (local mode, default ./.touchstone)')
+    .option('--json', 'print JSON');
+}
+
+function keyRow(k: ApiKey): string[] {
+  return [
+    k.id,
+    k.project,
+    k.roles.join(','),
+    k.name,
+    k.prefix,
+    k.revokedAt === undefined ? 'active' : 'revoked',
+    k.createdAt,
+  ];
+}
+
+export function keysCommand(program: Command, io: CliIO): void {
+  const keys = program.command('keys').description('Create, list and revoke API keys.');
+
+  targetOptions(
+    keys
+      .command('create')
+      .description('Create an API key; its secret is printed once.')
+      .requiredOption('-p, --project <name>', 'project the key belongs to')
+      .option('-r, --role <role...>', `roles (${ROLES.join(', ')})`, ['editor'])
+      .option('-n, --name <name>', 'a name to recognise the key by')
+      .option('-l, --label <key=value...>', 'labels applied to traces ingested with this key')
+      .option('--expires-at <time>', 'RFC 3339 expiry time'),
+  ).action(
+    async (
+      flags: TargetFlags & {
+        project: string;
+        role: string[];
+        name?: string;
+        label?: string[];
+        expiresAt?: string;
+      },
+    ) => {
+      const labels: Record<string, string> = {};
+      for (const pair of flags.label ?? []) {
+        const i = pair.indexOf('=');
+        if (i <= 0) throw new CliExit(EXIT.USAGE, `--label ${pair}: expected key=value`);
+        labels[pair.slice(0, i)] = pair.slice(i + 1);
+      }
+      for (const role of flags.role) {
+        if (!(ROLES as readonly string[]).includes(role)) {
+          throw new CliExit(EXIT.USAGE, `--role ${role}: expected one of ${ROLES.join(', ')}`);
+        }
+      }
+      const request = {
+        project: flags.project,
+        roles: flags.role as Role[],
+        ...(flags.name === undefined ? {} : { name: flags.name }),
+        ...(Object.keys(labels).length === 0 ? {} : { labels }),
+        ...(flags.expiresAt === undefined ? {} : { expiresAt: flags.expiresAt }),
+      };
+      const created = await withKeys(
+        flags,
+        io,
+        (c) => c.call<{ key: ApiKey; secret: string }>('POST', 'v1alpha1/keys', request),
+        (k) => k.create(OPEN_PRINCIPAL, request),
+      );
+      if (flags.json) {
+        io.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
+        return;
+      }
+      io.stdout.write(
+        `created key ${created.key.id} (project ${created.key.project}, roles ${created.key.roles.join(',')})\n` +
+          `secret: ${created.secret}\n` +
+          'Store the secret now: it is not shown again. Send it as "Authorization: Bearer <secret>".\n',
+      );
+    },
+  );
+
+  targetOptions(
+    keys
+      .command('list')
+      .description('List API keys (never their secrets).')
+      .option('-p, --project <name>', 'only this project'),
+  ).action(async (flags: TargetFlags & { project?: string }) => {
+    const all: ApiKey[] = [];
+    let token: string | undefined;
+    do {
+      const page = await withKeys(
+        flags,
+        io,
+        (c) => {
+          const q = new URLSearchParams({ page_size: '1000' });
+          if (flags.project !== undefined) q.set('project', flags.project);
+          if (token !== undefined) q.set('page_token', token);
+          return c
+            .call<{ keys: ApiKey[]; next_page_token?: string }>('GET', `v1alpha1/keys?${q}`)
+            .then((r) => ({ items: r.keys, nextPageToken: r.next_page_token }));
+        },
+        (k) =>
+          k.list(OPEN_PRINCIPAL, flags.project, {
+            pageSize: 1000,
+            ...(token === undefined ? {} : { pageToken: token }),
+          }),
+      );
+      all.push(...page.items);
+      token = page.nextPageToken;
+    } while (token !== undefined);
+    io.stdout.write(
+      flags.json
+        ? `${JSON.stringify(all, null, 2)}\n`
+        : `${table(['ID', 'PROJECT', 'ROLES', 'NAME', 'PREFIX', 'STATE', 'CREATED'], all.map(keyRow))}\n`,
+    );
+  });
+
+  targetOptions(
+    keys.command('revoke').description('Revoke an API key.').argument('<id>', 'key id (key_…)'),
+  ).action(async (id: string, flags: TargetFlags) => {
+    const revoked = await withKeys(
+      flags,
+      io,
+      (c) =>
+        c
+          .call<{ key: ApiKey }>('DELETE', `v1alpha1/keys/${encodeURIComponent(id)}`)
+          .then((r) => r.key),
+      (k) => k.revoke(OPEN_PRINCIPAL, id),
+    );
+    io.stdout.write(
+      flags.json ? `${JSON.stringify(revoked, null, 2)}\n` : `revoked key ${revoked.id}\n`,
+    );
+  });
+}

@@ -1,0 +1,16 @@
+/**
+ * @module config
+ * The server configuration: one zod schema tree, layered loading (defaults → YAML → env → flags)
+ * with every error reported by path, and the defaults the spec names. Imports only core.
+ */
+export { DEFAULTS } from './defaults.js';
+export { durationMs, parseDuration } from './duration.js';
+export { isLoopbackListen, splitListen } from './listen.js';
+export { envLayer, type LoadOptions, loadConfig } from './load.js';
+export {
+  type Config,
+  ConfigSchema,
+  CredentialRefSchema,
+  type JudgeConfig,
+  JudgeConfigSchema,
+} from './schema.js';

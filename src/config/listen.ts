@@ -1,0 +1,12 @@
+/** True when HOST (of HOST:PORT) is a loopback address or name. */
+export function isLoopbackListen(listen: string): boolean {
+  const host = splitListen(listen).host.toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+export function splitListen(listen: string): { host: string; port: number } {
+  const i = listen.lastIndexOf(':');
+  let host = listen.slice(0, i);
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  return { host, port: Number(listen.slice(i + 1)) };
+}

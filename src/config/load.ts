@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs';
+import YAML from 'yaml';
+import { CoreErrors, type ErrorDetail, issuesToDetails } from '../core/index.js';
+import { DEFAULTS } from './defaults.js';
+import { isLoopbackListen } from './listen.js';
+import { type Config, ConfigSchema } from './schema.js';
+
+/**
+ * Layered configuration: defaults → YAML file → `TOUCHSTONE_*` environment → flags. Every invalid
+ * key is reported at once with its path; the result is frozen.
+ */
+
+export const ENV_PREFIX = 'TOUCHSTONE_';
+
+/** Environment variables that are not config keys (read elsewhere by name). */
+const NON_CONFIG_ENV = new Set([
+  'TOUCHSTONE_TEST_PG',
+  'TOUCHSTONE_API_KEY',
+  'TOUCHSTONE_SERVER',
+  'TOUCHSTONE_OTLP_ENDPOINT',
+]);
+
+type Tree = { [key: string]: unknown };
+
+export interface LoadOptions {
+  /** YAML config file path. */
+  file?: string;
+  /** The process environment (passed in; config never reads process.env itself). */
+  env?: Record<string, string | undefined>;
+  /** Flag overrides, already in config shape (e.g. `{listen: '…', no_auth: true}`). */
+  overrides?: Tree;
+}
+
+function isTree(v: unknown): v is Tree {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function merge(base: Tree, over: Tree): Tree {
+  const out: Tree = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const prev = out[k];
+    out[k] = isTree(prev) && isTree(v) ? merge(prev, v) : v;
+  }
+  return out;
+}
+
+/** `TOUCHSTONE_STORE__DRIVER=postgres` → `{store: {driver: 'postgres'}}`; values parsed as YAML scalars. */
+export function envLayer(env: Record<string, string | undefined>): Tree {
+  let tree: Tree = {};
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith(ENV_PREFIX) || raw === undefined || NON_CONFIG_ENV.has(name)) continue;
+    const path = name.slice(ENV_PREFIX.length).toLowerCase().split('__');
+    let value: unknown = raw;
+    try {
+      value = YAML.parse(raw);
+    } catch {
+      // Not YAML: keep the text.
+    }
+    if (value === null) value = raw;
+    let leaf: unknown = value;
+    for (let i = path.length - 1; i >= 0; i--) leaf = { [path[i] as string]: leaf };
+    tree = merge(tree, leaf as Tree);
+  }
+  return tree;
+}
+
+function fileLayer(file: string): Tree {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw CoreErrors.INVALID_ARGUMENT(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw CoreErrors.INVALID_ARGUMENT(`config file ${file} is not valid YAML`, {
+      details: doc.errors.map((e) => ({
+        path: `line ${e.linePos?.[0]?.line ?? '?'}`,
+        message: e.message.split('\n')[0] ?? e.message,
+      })),
+    });
+  }
+  const value: unknown = doc.toJS();
+  if (value === null || value === undefined) return {};
+  if (!isTree(value)) throw CoreErrors.INVALID_ARGUMENT(`config file ${file} must hold a mapping`);
+  return value;
+}
+
+export function loadConfig(options: LoadOptions = {}): Readonly<Config> {
+  let tree: Tree = {};
+  if (options.file !== undefined) tree = merge(tree, fileLayer(options.file));
+  tree = merge(tree, envLayer(options.env ?? {}));
+  tree = merge(tree, options.overrides ?? {});
+  const parsed = ConfigSchema.safeParse(tree);
+  const details = [
+    ...listenRule(tree),
+    ...(parsed.success ? [] : issuesToDetails(parsed.error.issues)),
+  ];
+  if (!parsed.success || details.length > 0) {
+    throw CoreErrors.INVALID_ARGUMENT(
+      `invalid configuration:\n${details.map((d) => `  ${d.path}: ${d.message}`).join('\n')}`,
+      { details },
+    );
+  }
+  return deepFreeze(parsed.data);
+}
+
+/**
+ * Off loopback, callers must authenticate unless the operator opts out. Checked on the raw tree so
+ * it is reported together with every other problem (zod skips refinements of an invalid object).
+ */
+function listenRule(tree: Tree): ErrorDetail[] {
+  const listen = typeof tree.listen === 'string' ? tree.listen : DEFAULTS.listen;
+  if (tree.auth !== undefined || tree.no_auth === true || isLoopbackListen(listen)) return [];
+  return [
+    {
+      path: 'auth',
+      message: `listening on ${listen} (not loopback) requires an auth section, or --no-auth to run open on purpose`,
+    },
+  ];
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,30 @@
+import type { z } from 'zod';
+import type { ErrorDetail } from './errors.js';
+
+/** Renders a path as `records[3].trajectory[0].type`. */
+export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+  let out = prefix;
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out === '' ? String(seg) : `.${String(seg)}`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+/** zod issues → error details, one per field; unknown keys are named one by one. */
+export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix = ''): ErrorDetail[] {
+  return issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        path: formatPath(prefix, [...issue.path, key]),
+        message: 'unknown field',
+      }));
+    }
+    return [{ path: formatPath(prefix, issue.path), message: issue.message }];
+  });
+}
+
+/** One line listing every detail, for messages. */
+export function describeDetails(details: readonly ErrorDetail[]): string {
+  return details.map((d) => `${d.path}: ${d.message}`).join('; ');
+}

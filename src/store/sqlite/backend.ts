@@ -1,0 +1,96 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Kysely,
+  SqliteAdapter,
+  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  sql,
+} from 'kysely';
+import type { StoreBackend } from '../backend.js';
+import { StoreErrors } from '../error-codes.js';
+import type { Database } from '../schema.js';
+import { translateSqliteError } from './errors.js';
+
+export const SQLITE_FILE_NAME = 'touchstone.db';
+
+/** How long a statement waits for another process's write lock before STORE_UNAVAILABLE. */
+const BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * Transactions start with BEGIN IMMEDIATE: a deferred transaction that reads and then writes
+ * fails at once with SQLITE_BUSY (no busy wait) when another process wrote in between; taking the
+ * write lock up front makes it wait for `busy_timeout` instead. In one process Kysely already
+ * serializes everything through the single connection, so nothing is lost.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'unknown error';
+}
+
+/** Opens (creating if needed) `<dataDir>/touchstone.db` in WAL mode. */
+export function createSqliteBackend(dataDir: string): StoreBackend {
+  const dir = resolve(dataDir);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw StoreErrors.STORE_CONFIG_INVALID(
+      `cannot create the data directory ${dir} (${errorCode(err)})`,
+      { cause: err },
+    );
+  }
+  const file = join(dir, SQLITE_FILE_NAME);
+  let database: BetterSqlite3.Database;
+  try {
+    database = new BetterSqlite3(file);
+  } catch (err) {
+    throw StoreErrors.STORE_UNAVAILABLE(`cannot open SQLite database ${file} (${errorCode(err)})`, {
+      cause: err,
+    });
+  }
+  try {
+    database.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    database.pragma('journal_mode = WAL');
+    // With WAL, NORMAL loses at most the last transactions on power loss, never integrity.
+    database.pragma('synchronous = NORMAL');
+    database.pragma('foreign_keys = ON');
+  } catch (err) {
+    database.close();
+    throw translateSqliteError(err, file);
+  }
+
+  const config = { database };
+  const kyselyDialect: Dialect = {
+    createDriver: () => new ImmediateSqliteDriver(config),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+    createAdapter: () => new SqliteAdapter(),
+    createIntrospector: (db) => new SqliteIntrospector(db),
+  };
+
+  return {
+    dialect: 'sqlite',
+    target: file,
+    kyselyDialect,
+    translateError: (err) => translateSqliteError(err, file),
+    // Every migration runs in a BEGIN IMMEDIATE transaction that re-reads what is applied, which
+    // is all the serialization processes sharing the file need.
+    withMigrationLock: (db, fn) => db.connection().execute(fn),
+    async tableExists(db: Kysely<Database>, table: string): Promise<boolean> {
+      const { rows } = await sql<{ n: number }>`
+        select count(*) as n from sqlite_master where type = 'table' and name = ${table}
+      `.execute(db);
+      return (rows[0]?.n ?? 0) > 0;
+    },
+  };
+}

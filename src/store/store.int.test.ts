@@ -1,0 +1,526 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import BetterSqlite3 from 'better-sqlite3';
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/index.js';
+import { type NewApiKey, openStore, type Store } from './index.js';
+
+/**
+ * The store contract, run on SQLite always and on PostgreSQL when TOUCHSTONE_TEST_PG names a
+ * server (CI starts one). Every test gets an empty database: a temp dir for SQLite, a new schema
+ * (selected through the connection's search_path) for PostgreSQL.
+ */
+
+const PG_URL = process.env.TOUCHSTONE_TEST_PG;
+
+/** One empty database; `open` may be called several times against it. */
+interface Target {
+  open(clock: FakeClock): Promise<Store>;
+  /** Versions recorded in schema_migrations, read around the store. */
+  appliedVersions(): Promise<number[]>;
+  recordVersion(version: number): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+interface Harness {
+  fresh(): Promise<Target>;
+}
+
+const sqliteHarness: Harness = {
+  async fresh() {
+    const root = mkdtempSync(join(tmpdir(), 'touchstone-store-'));
+    const dataDir = join(root, 'data');
+    const withDb = <T>(fn: (db: BetterSqlite3.Database) => T): T => {
+      const db = new BetterSqlite3(join(dataDir, 'touchstone.db'));
+      try {
+        return fn(db);
+      } finally {
+        db.close();
+      }
+    };
+    return {
+      open: (clock) => openStore({ driver: 'sqlite' }, { clock, dataDir }),
+      appliedVersions: async () =>
+        withDb((db) =>
+          (
+            db.prepare('select version from schema_migrations order by version').all() as {
+              version: number;
+            }[]
+          ).map((r) => r.version),
+        ),
+      recordVersion: async (version) => {
+        withDb((db) =>
+          db
+            .prepare('insert into schema_migrations (version, name, applied_at) values (?, ?, ?)')
+            .run(version, 'from-the-future', 0),
+        );
+      },
+      cleanup: async () => rmSync(root, { recursive: true, force: true }),
+    };
+  },
+};
+
+function pgHarness(baseUrl: string): Harness {
+  return {
+    async fresh() {
+      const schema = `ts_test_${randomBytes(6).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: baseUrl });
+      await admin.connect();
+      await admin.query(`create schema ${schema}`);
+      const url = new URL(baseUrl);
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      await admin.query(`set search_path to ${schema}`);
+      const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
+        (await admin.query<R>(text, values)).rows;
+      return {
+        open: (clock) =>
+          openStore({ driver: 'postgres', url: url.toString(), pool_size: 4 }, { clock }),
+        appliedVersions: async () =>
+          (
+            await query<{ version: number }>(
+              'select version from schema_migrations order by version',
+            )
+          ).map((r) => r.version),
+        recordVersion: async (version) => {
+          await query(
+            'insert into schema_migrations (version, name, applied_at) values ($1, $2, 0)',
+            [version, 'from-the-future'],
+          );
+        },
+        cleanup: async () => {
+          await admin.query(`drop schema ${schema} cascade`);
+          await admin.end();
+        },
+      };
+    },
+  };
+}
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function newKey(n: number, overrides: Partial<NewApiKey> = {}): NewApiKey {
+  return {
+    id: `key_${String(n).padStart(4, '0')}`,
+    project: 'alpha',
+    name: `key ${n}`,
+    roles: ['viewer'],
+    labels: {},
+    prefix: `tsk_k${n}`,
+    createdAt: iso(T0 + n * 1000),
+    secretHash: `hash-${n}`,
+    ...overrides,
+  };
+}
+
+function storeContract(harness: Harness): void {
+  let target: Target;
+  let clock: FakeClock;
+  let store: Store;
+
+  beforeEach(async () => {
+    target = await harness.fresh();
+    clock = new FakeClock(T0);
+    store = await target.open(clock);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await target.cleanup();
+  });
+
+  describe('migrations', () => {
+    it('are applied at open and recorded once', async () => {
+      expect(await store.migrationsApplied()).toBe(true);
+      expect(await target.appliedVersions()).toEqual([1]);
+    });
+
+    it('are idempotent: opening the same database again applies nothing', async () => {
+      await store.keys.create(newKey(1));
+      await store.close();
+      store = await target.open(clock);
+      expect(await target.appliedVersions()).toEqual([1]);
+      expect(await store.migrationsApplied()).toBe(true);
+      expect(await store.keys.get('key_0001')).toBeDefined();
+    });
+
+    it('refuse a database migrated by a newer build', async () => {
+      await store.close();
+      await target.recordVersion(999);
+      await expect(target.open(clock)).rejects.toMatchObject({
+        code: 'STORE_SCHEMA_TOO_NEW',
+        kind: 'failed_precondition',
+      });
+    });
+  });
+
+  describe('lifecycle', () => {
+    it('pings while open; close is safe twice and later use throws STORE_CLOSED', async () => {
+      await store.ping();
+      await store.close();
+      await store.close();
+      await expect(store.ping()).rejects.toMatchObject({ code: 'STORE_CLOSED', retryable: true });
+      await expect(store.keys.get('key_0001')).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    });
+  });
+
+  describe('api keys', () => {
+    it('creates and reads a key by id and by secret hash, omitting absent fields', async () => {
+      const created = await store.keys.create(
+        newKey(1, { roles: ['editor', 'ingest'], labels: { team: 'search', env: 'prod' } }),
+      );
+      const expected = {
+        id: 'key_0001',
+        project: 'alpha',
+        name: 'key 1',
+        roles: ['editor', 'ingest'],
+        labels: { team: 'search', env: 'prod' },
+        prefix: 'tsk_k1',
+        createdAt: iso(T0 + 1000),
+      };
+      expect(created).toStrictEqual(expected);
+      expect(await store.keys.get('key_0001')).toStrictEqual(expected);
+      expect(await store.keys.getBySecretHash('hash-1')).toStrictEqual(expected);
+      expect(await store.keys.get('key_nope')).toBeUndefined();
+      expect(await store.keys.getBySecretHash('hash-nope')).toBeUndefined();
+    });
+
+    it('keeps optional times', async () => {
+      const expiresAt = '2027-01-01T00:00:00.000Z';
+      await store.keys.create(newKey(1, { expiresAt }));
+      expect((await store.keys.get('key_0001'))?.expiresAt).toBe(expiresAt);
+    });
+
+    it('refuses a duplicate id or secret hash with ALREADY_EXISTS', async () => {
+      await store.keys.create(newKey(1));
+      await expect(store.keys.create(newKey(1, { secretHash: 'other' }))).rejects.toMatchObject({
+        code: 'ALREADY_EXISTS',
+      });
+      const dup = store.keys.create(newKey(2, { secretHash: 'hash-1' }));
+      await expect(dup).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
+      await expect(dup).rejects.not.toThrow(/hash-1/);
+      expect(await store.keys.get('key_0002')).toBeUndefined();
+    });
+
+    it('lists by project in creation order, page by page', async () => {
+      // Keys 3 and 4 share a creation time: the id breaks the tie, so paging loses neither.
+      for (const n of [5, 1, 4, 2, 3]) {
+        await store.keys.create(newKey(n, n === 4 ? { createdAt: iso(T0 + 3000) } : {}));
+      }
+      await store.keys.create(newKey(6, { project: 'beta' }));
+      await store.keys.create(newKey(7, { project: 'beta' }));
+
+      const seen: string[] = [];
+      let token: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.keys.list('alpha', { pageSize: 2, pageToken: token });
+        expect(page.items.length).toBeLessThanOrEqual(2);
+        seen.push(...page.items.map((k) => k.id));
+        token = page.nextPageToken;
+        pages++;
+      } while (token !== undefined && pages < 10);
+      expect(seen).toEqual(['key_0001', 'key_0002', 'key_0003', 'key_0004', 'key_0005']);
+      expect(pages).toBe(3);
+
+      const beta = await store.keys.list('beta', { pageSize: 10 });
+      expect(beta.items.map((k) => k.id)).toEqual(['key_0006', 'key_0007']);
+      expect(beta.nextPageToken).toBeUndefined();
+
+      const all = await store.keys.list(undefined, { pageSize: 100 });
+      expect(all.items).toHaveLength(7);
+
+      const exact = await store.keys.list('alpha', { pageSize: 5 });
+      expect(exact.items).toHaveLength(5);
+      expect(exact.nextPageToken).toBeUndefined();
+    });
+
+    it('rejects a malformed page token or page size with INVALID_ARGUMENT', async () => {
+      await expect(
+        store.keys.list('alpha', { pageSize: 2, pageToken: 'not-a-token' }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await expect(store.keys.list('alpha', { pageSize: 0 })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    });
+
+    it('revokes: keeps the first time, still finds the key by hash, false for unknown ids', async () => {
+      await store.keys.create(newKey(1));
+      expect(await store.keys.revoke('key_0001', iso(T0 + 10_000))).toBe(true);
+      expect(await store.keys.revoke('key_0001', iso(T0 + 20_000))).toBe(true);
+      expect((await store.keys.get('key_0001'))?.revokedAt).toBe(iso(T0 + 10_000));
+      expect((await store.keys.getBySecretHash('hash-1'))?.revokedAt).toBe(iso(T0 + 10_000));
+      expect(await store.keys.revoke('key_nope', iso(T0))).toBe(false);
+    });
+
+    it('touch moves lastUsedAt forward only', async () => {
+      await store.keys.create(newKey(1));
+      await store.keys.touch('key_0001', iso(T0 + 60_000));
+      expect((await store.keys.get('key_0001'))?.lastUsedAt).toBe(iso(T0 + 60_000));
+      await store.keys.touch('key_0001', iso(T0 + 30_000));
+      expect((await store.keys.get('key_0001'))?.lastUsedAt).toBe(iso(T0 + 60_000));
+      await store.keys.touch('key_0001', iso(T0 + 120_000));
+      expect((await store.keys.get('key_0001'))?.lastUsedAt).toBe(iso(T0 + 120_000));
+      await store.keys.touch('key_nope', iso(T0));
+    });
+
+    it('rejects a time that is not RFC 3339', async () => {
+      await expect(store.keys.create(newKey(1, { createdAt: 'yesterday' }))).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    });
+  });
+
+  describe('leases', () => {
+    it('is taken when free, refused while held, renewed by its holder, released', async () => {
+      expect(await store.leases.acquire('source/a', 'replica-1', 120_000)).toBe(true);
+      expect(await store.leases.get('source/a')).toStrictEqual({
+        holder: 'replica-1',
+        expiresAt: iso(T0 + 120_000),
+        acquiredAt: iso(T0),
+      });
+      expect(await store.leases.acquire('source/a', 'replica-2', 120_000)).toBe(false);
+
+      clock.advance(60_000);
+      expect(await store.leases.acquire('source/a', 'replica-1', 120_000)).toBe(true);
+      expect(await store.leases.get('source/a')).toStrictEqual({
+        holder: 'replica-1',
+        expiresAt: iso(T0 + 180_000),
+        acquiredAt: iso(T0),
+      });
+
+      // Another lease name is independent.
+      expect(await store.leases.acquire('dispatcher', 'replica-2', 1_000)).toBe(true);
+
+      await store.leases.release('source/a', 'replica-2');
+      expect((await store.leases.get('source/a'))?.holder).toBe('replica-1');
+      await store.leases.release('source/a', 'replica-1');
+      expect(await store.leases.get('source/a')).toBeUndefined();
+      expect(await store.leases.acquire('source/a', 'replica-2', 1_000)).toBe(true);
+    });
+
+    it('is taken over once expired, and the old holder is then refused', async () => {
+      expect(await store.leases.acquire('source/a', 'replica-1', 120_000)).toBe(true);
+      clock.advance(119_999);
+      expect(await store.leases.acquire('source/a', 'replica-2', 120_000)).toBe(false);
+      clock.advance(1);
+      expect(await store.leases.acquire('source/a', 'replica-2', 120_000)).toBe(true);
+      expect(await store.leases.get('source/a')).toStrictEqual({
+        holder: 'replica-2',
+        expiresAt: iso(T0 + 240_000),
+        acquiredAt: iso(T0 + 120_000),
+      });
+      expect(await store.leases.acquire('source/a', 'replica-1', 120_000)).toBe(false);
+    });
+
+    it('lets exactly one of many racing holders win a free lease', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => store.leases.acquire('race', `replica-${i}`, 60_000)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = results.indexOf(true);
+      expect((await store.leases.get('race'))?.holder).toBe(`replica-${winner}`);
+    });
+
+    it('rejects a ttl that is not a positive integer', async () => {
+      await expect(store.leases.acquire('x', 'h', 0)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+      await expect(store.leases.acquire('x', 'h', 1.5)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      });
+    });
+  });
+
+  describe('transactions', () => {
+    it('commit writes to several tables together and return the callback value', async () => {
+      const out = await store.withTransaction(async (tx) => {
+        await tx.keys.create(newKey(1));
+        expect(await tx.leases.acquire('source/a', 'replica-1', 1_000)).toBe(true);
+        expect(await tx.keys.get('key_0001')).toBeDefined();
+        return 'done';
+      });
+      expect(out).toBe('done');
+      expect(await store.keys.get('key_0001')).toBeDefined();
+      expect((await store.leases.get('source/a'))?.holder).toBe('replica-1');
+    });
+
+    it('roll back every write when the callback throws, and rethrow its error', async () => {
+      const boom = new Error('boom');
+      await expect(
+        store.withTransaction(async (tx) => {
+          await tx.keys.create(newKey(1));
+          await tx.leases.acquire('source/a', 'replica-1', 1_000);
+          await tx.keys.revoke('key_0001', iso(T0));
+          throw boom;
+        }),
+      ).rejects.toBe(boom);
+      expect(await store.keys.get('key_0001')).toBeUndefined();
+      expect(await store.leases.get('source/a')).toBeUndefined();
+    });
+
+    it('roll back when a statement fails inside', async () => {
+      await store.keys.create(newKey(1));
+      await expect(
+        store.withTransaction(async (tx) => {
+          await tx.keys.create(newKey(2));
+          await tx.keys.create(newKey(3, { secretHash: 'hash-1' }));
+        }),
+      ).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
+      expect(await store.keys.get('key_0002')).toBeUndefined();
+    });
+
+    it('refuse the store itself inside the callback instead of deadlocking', async () => {
+      await expect(
+        store.withTransaction(async (tx) => {
+          await tx.keys.create(newKey(1));
+          await store.keys.get('key_0001');
+        }),
+      ).rejects.toMatchObject({ code: 'STORE_TRANSACTION_MISUSE' });
+      await expect(
+        store.withTransaction(async () => store.withTransaction(async () => 1)),
+      ).rejects.toMatchObject({ code: 'STORE_TRANSACTION_MISUSE' });
+      // Rolled back, and the store works again afterwards.
+      expect(await store.keys.get('key_0001')).toBeUndefined();
+    });
+
+    it('let other work proceed while one is open', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const tx = store.withTransaction(async (t) => {
+        await t.keys.create(newKey(1));
+        await gate;
+      });
+      const outside = store.keys.create(newKey(2));
+      release();
+      await Promise.all([tx, outside]);
+      expect((await store.keys.list(undefined, { pageSize: 10 })).items).toHaveLength(2);
+    });
+  });
+}
+
+describe('store on SQLite', () => {
+  storeContract(sqliteHarness);
+
+  describe('SQLite specifics', () => {
+    let root: string;
+    beforeEach(() => {
+      root = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-'));
+    });
+    afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+    it('creates the data dir and one WAL-mode file named touchstone.db', async () => {
+      const dataDir = join(root, 'nested', 'data');
+      const store = await openStore(
+        { driver: 'sqlite', pool_size: 10 },
+        { clock: new FakeClock(), dataDir },
+      );
+      expect(store.dialect).toBe('sqlite');
+      await store.close();
+      const db = new BetterSqlite3(join(dataDir, 'touchstone.db'), { readonly: true });
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      db.close();
+    });
+
+    it('reads data_dir from a whole server config', async () => {
+      const dataDir = join(root, 'from-config');
+      const store = await openStore(
+        { store: { driver: 'sqlite', pool_size: 10 }, data_dir: dataDir },
+        { clock: new FakeClock() },
+      );
+      await store.close();
+      const db = new BetterSqlite3(join(dataDir, 'touchstone.db'), { readonly: true });
+      db.close();
+    });
+
+    it('reports a data dir that cannot be created as STORE_CONFIG_INVALID', async () => {
+      const file = join(root, 'a-file');
+      writeFileSync(file, '');
+      await expect(
+        openStore({ driver: 'sqlite' }, { clock: new FakeClock(), dataDir: join(file, 'data') }),
+      ).rejects.toMatchObject({ code: 'STORE_CONFIG_INVALID' });
+    });
+  });
+});
+
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 1));
+    });
+  });
+}
+
+/** The error as a log line would show it, causes included. */
+function everything(err: unknown): string {
+  return inspect(err, { depth: 10 }) + JSON.stringify(err);
+}
+
+describe.skipIf(PG_URL === undefined || PG_URL === '')('store on PostgreSQL', () => {
+  const baseUrl = PG_URL ?? '';
+  storeContract(pgHarness(baseUrl));
+
+  describe('PostgreSQL specifics', () => {
+    it('lets replicas starting together migrate once (advisory lock)', async () => {
+      const target = await pgHarness(baseUrl).fresh();
+      try {
+        const stores = await Promise.all(
+          Array.from({ length: 4 }, () => target.open(new FakeClock())),
+        );
+        expect(await target.appliedVersions()).toEqual([1]);
+        for (const s of stores) expect(await s.migrationsApplied()).toBe(true);
+        await Promise.all(stores.map((s) => s.close()));
+      } finally {
+        await target.cleanup();
+      }
+    });
+
+    it('reports a wrong password as STORE_UNAVAILABLE without the password', async () => {
+      const url = new URL(baseUrl);
+      url.password = 'wrong-pw-QQQ';
+      const err = await openStore(
+        { driver: 'postgres', url: url.toString() },
+        { clock: new FakeClock() },
+      ).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      expect(everything(err)).not.toContain('wrong-pw-QQQ');
+    });
+  });
+});
+
+describe('opening a PostgreSQL store (no server needed)', () => {
+  it('reports an unreachable server as STORE_UNAVAILABLE without the password', async () => {
+    const port = await closedPort();
+    const url = `postgres://touchstone:s3cret-pw-XYZ@127.0.0.1:${port}/db`;
+    const err = await openStore({ driver: 'postgres', url }, { clock: new FakeClock() }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: 'STORE_UNAVAILABLE', retryable: true });
+    expect((err as Error).message).toContain(`127.0.0.1:${port}/db`);
+    expect(everything(err)).not.toContain('s3cret-pw-XYZ');
+  });
+
+  it('reports a malformed URL as STORE_CONFIG_INVALID without echoing it', async () => {
+    const err = await openStore(
+      { driver: 'postgres', url: 'postgres://u:pass-WWW@db:99999999/db' },
+      { clock: new FakeClock() },
+    ).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STORE_CONFIG_INVALID' });
+    expect(everything(err)).not.toContain('ss-WWW');
+  });
+
+  it('requires store.url', async () => {
+    await expect(
+      openStore({ driver: 'postgres' }, { clock: new FakeClock() }),
+    ).rejects.toMatchObject({ code: 'STORE_CONFIG_INVALID' });
+  });
+});

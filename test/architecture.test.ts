@@ -1,0 +1,50 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/** The code of a file without its comments, so prose may name what code may not use. */
+function code(file: string): string {
+  return readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return path.endsWith('.ts') && !path.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+describe('architecture rules that the import checker cannot see', () => {
+  const files = sources('src');
+
+  it('only main.ts reads process.env (config receives the environment as an argument)', () => {
+    const offenders = files.filter(
+      (f) => f !== join('src', 'main.ts') && /process\.env\b/.test(code(f)),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('only main.ts calls process.exit', () => {
+    const offenders = files.filter(
+      (f) => f !== join('src', 'main.ts') && /process\.exit\(/.test(code(f)),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('every area has an index.ts with a @module comment', () => {
+    const areas = readdirSync('src').filter((n) => statSync(join('src', n)).isDirectory());
+    for (const area of areas) {
+      expect(readFileSync(join('src', area, 'index.ts'), 'utf8'), area).toMatch(/@module/);
+    }
+  });
+
+  it('file names are kebab-case', () => {
+    const bad = files.filter(
+      (f) => !/^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+)*\.ts$/.test(f.split('/').pop() ?? ''),
+    );
+    expect(bad).toEqual([]);
+  });
+});
