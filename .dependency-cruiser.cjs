@@ -43,6 +43,13 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(net|core)/' },
     },
     {
+      name: 'client-imports-nothing-internal',
+      comment: 'the TS client ships to API users and webhook receivers: nothing from the server',
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: { path: '^src/', pathNot: '^src/client/' },
+    },
+    {
       name: 'config-imports-only-core',
       severity: 'error',
       from: { path: '^src/config/' },

@@ -4,6 +4,9 @@
  */
 const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
+  webhooks: async () => (await import('./webhooks.js')).main(),
+  ingest: async () => (await import('./ingest.js')).main(),
+  redaction: async () => (await import('./redaction.js')).main(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -10,8 +10,17 @@ import {
   type EvaluationObserver,
   EvaluationService,
 } from './evaluators/index.js';
+import { CompleterThread } from './ingest/completer-thread.js';
+import {
+  IngestService,
+  normalizeStoredTrace,
+  TraceCompleter,
+  TraceQueries,
+} from './ingest/index.js';
 import { createHttpClient, type HttpClient } from './net/index.js';
+import { compileRedaction } from './redaction/index.js';
 import { openStore, type Store } from './store/index.js';
+import { createWebhooks, type Webhooks } from './webhooks/index.js';
 
 /**
  * Composition root: config → store → services → HTTP edge. Tests build an App without listening
@@ -34,6 +43,10 @@ export interface App {
   readonly keys: KeyService;
   readonly evaluation: EvaluationService;
   readonly logger: Logger;
+  /** Completes open traces from database state; started by `listen()`, or driven by tests via `tick()`. */
+  readonly completer: TraceCompleter;
+  /** Webhook service, event emitter and dispatcher (started by `listen()`, or `tick()` in tests). */
+  readonly webhooks: Webhooks;
   /** Starts listening; resolves to the bound address (`127.0.0.1:4318`). */
   listen(): Promise<string>;
   /** Stops accepting, drains in-flight requests (bounded), closes the store. Safe twice. */
@@ -70,6 +83,20 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? pino({ level: config.log_level, base: { service: 'touchstone' } });
   const store = await openStore(config, { clock, logger });
+  try {
+    return await assemble(config, deps, { store, clock, logger });
+  } catch (err) {
+    // A half-built app must not leave the database open (or SQLite locked).
+    await store.close();
+    throw err;
+  }
+}
+
+async function assemble(
+  config: Readonly<Config>,
+  deps: AppDeps,
+  { store, clock, logger }: { store: Store; clock: Clock; logger: Logger },
+): Promise<App> {
   const http: HttpClient = createHttpClient({ userAgent: 'touchstone' });
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const keys = new KeyService({ keys: store.keys, clock });
@@ -80,6 +107,59 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
     logger,
     observer: metrics,
   });
+  const redactor = compileRedaction(config.traces.redaction);
+  const ingest = new IngestService({ store, redactor, clock, observer: metrics });
+  const completer = new TraceCompleter({
+    store,
+    clock,
+    rules: {
+      graceMs: config.traces.completion_grace,
+      idleMs: config.traces.idle_timeout,
+      maxAgeMs: config.traces.max_age,
+    },
+    normalize: normalizeStoredTrace,
+    observer: metrics,
+    logger,
+  });
+  // listen() completes traces in a worker thread (its own store connection) so normalizing does not
+  // take CPU from ingest; an injected clock (tests) keeps completion in-process, driven by tick().
+  const completion =
+    clock === systemClock
+      ? new CompleterThread({
+          data: {
+            store: config.store,
+            dataDir: config.data_dir,
+            rules: {
+              graceMs: config.traces.completion_grace,
+              idleMs: config.traces.idle_timeout,
+              maxAgeMs: config.traces.max_age,
+            },
+          },
+          fallback: completer,
+          onCompleted: (n) => metrics.onCompleted(n),
+          logger,
+        })
+      : completer;
+  metrics.gauge('touchstone_open_traces', 'Traces received but not yet complete.', () =>
+    store.traces.countOpen(),
+  );
+  const webhooks = createWebhooks({
+    config: config.webhooks,
+    store,
+    clock,
+    logger,
+    observer: metrics,
+  });
+  metrics.gauge(
+    'touchstone_webhook_queue_depth',
+    'Webhook deliveries not yet delivered or failed (PENDING or RETRYING).',
+    async () => (await webhooks.service.queueStats()).depth,
+  );
+  metrics.gauge(
+    'touchstone_webhook_oldest_pending_age_seconds',
+    'Age of the oldest webhook delivery not yet delivered or failed; 0 when none.',
+    async () => (await webhooks.service.queueStats()).oldestAgeSeconds,
+  );
   const server = await buildServer({
     logger,
     bodyLimit: config.limits.max_body_bytes,
@@ -87,6 +167,10 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
     keys,
     evaluation,
     metrics,
+    ingest,
+    traces: new TraceQueries(store),
+    maxAttributeBytes: config.traces.max_attribute_bytes,
+    webhooks: webhooks.service,
     ready: async () => {
       await store.ping();
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');
@@ -103,8 +187,12 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
       timer.unref();
       try {
         await server.close();
+        await completion.shutdown();
+        await completer.shutdown();
       } finally {
         clearTimeout(timer);
+        // Before the store: interrupted attempts are recorded so another replica resends them.
+        await webhooks.close();
         await http.close();
         await store.close();
       }
@@ -119,9 +207,13 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
     keys,
     evaluation,
     logger,
+    completer,
+    webhooks,
     async listen() {
       const { host, port } = splitListen(config.listen);
       await server.listen({ host, port });
+      completion.start();
+      webhooks.dispatcher.start();
       const addr = server.server.address();
       if (addr === null || typeof addr === 'string') return config.listen;
       return addr.family === 'IPv6'

@@ -13,6 +13,11 @@ export const ApiErrors = defineErrors({
     kind: 'unsupported_media_type',
     doc: 'The Content-Type is not one the endpoint accepts.',
   },
+  OVERLOADED: {
+    kind: 'unavailable',
+    retryable: true,
+    doc: 'The server is at its limit of concurrent ingest requests; retry after `Retry-After`.',
+  },
   ROUTE_NOT_FOUND: { kind: 'not_found', doc: 'No endpoint at that method and path.' },
   INTERNAL_ERROR: {
     kind: 'internal',

@@ -6,6 +6,7 @@ import {
   type TouchstoneError,
 } from '../core/index.js';
 import { ApiErrors } from './error-codes.js';
+import { OTLP_CONTENT_TYPE, otlpEncodingOf, statusBody } from './otlp-wire.js';
 
 /**
  * The only place a domain error becomes an HTTP status, and the one JSON error body:
@@ -90,10 +91,19 @@ export function sendError(
     }
   }
   const status = KIND_STATUS[err.kind];
+  const otlp = (request.routeOptions.config as { otlp?: boolean } | undefined)?.otlp === true;
   if (status >= 500 && isTouchstoneError(raw)) request.log.warn({ code: err.code }, err.message);
   if (err.retryAfterSeconds !== undefined)
     reply.header('retry-after', String(Math.ceil(err.retryAfterSeconds)));
   else if (err.retryable && (status === 429 || status === 503)) reply.header('retry-after', '1');
+  if (otlp) {
+    // OTLP/HTTP: a google.rpc.Status in the request's encoding, so exporters can read it.
+    const encoding = otlpEncodingOf(request.headers['content-type']);
+    return reply
+      .code(status)
+      .type(OTLP_CONTENT_TYPE[encoding])
+      .send(statusBody(encoding, err.kind, err.message));
+  }
   return reply
     .code(status)
     .type('application/json')

@@ -1,17 +1,26 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { EvaluationObserver } from '../evaluators/index.js';
+import type { IngestObserver } from '../ingest/index.js';
+import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
 
 /**
  * Prometheus metrics: process metrics, HTTP requests by route and status, evaluator outcomes and
  * durations. One registry per app so tests can build several apps in one process.
  */
-export class Metrics implements EvaluationObserver {
+export class Metrics implements EvaluationObserver, IngestObserver, WebhookObserver {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   private readonly evalResults: Counter<'evaluator' | 'outcome'>;
   private readonly evalDuration: Histogram<'evaluator'>;
+  private readonly spansReceived: Counter;
+  private readonly tracesReceived: Counter;
+  private readonly spansRejected: Counter<'reason'>;
+  private readonly spansStored: Counter;
+  private readonly storeDuration: Histogram;
+  private readonly tracesCompleted: Counter;
+  private readonly webhookAttempts: Counter<'outcome'>;
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -40,6 +49,81 @@ export class Metrics implements EvaluationObserver {
       labelNames: ['evaluator'],
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers: [this.registry],
+    });
+    this.spansReceived = new Counter({
+      name: 'touchstone_spans_received_total',
+      help: 'Spans received over OTLP and accepted for storage (after validation).',
+      registers: [this.registry],
+    });
+    this.tracesReceived = new Counter({
+      name: 'touchstone_traces_received_total',
+      help: 'Traces touched by received spans (one per trace per request).',
+      registers: [this.registry],
+    });
+    this.spansRejected = new Counter({
+      name: 'touchstone_spans_rejected_total',
+      help: 'Spans refused one by one (partial success), by reason.',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
+    this.spansStored = new Counter({
+      name: 'touchstone_spans_stored_total',
+      help: 'Spans durably stored.',
+      registers: [this.registry],
+    });
+    this.storeDuration = new Histogram({
+      name: 'touchstone_ingest_store_duration_seconds',
+      help: 'Time to store the spans of one ingest request (the transaction).',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [this.registry],
+    });
+    this.tracesCompleted = new Counter({
+      name: 'touchstone_traces_completed_total',
+      help: 'Traces completed (root ended + grace, idle timeout or max age).',
+      registers: [this.registry],
+    });
+    this.webhookAttempts = new Counter({
+      name: 'touchstone_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome: delivered, retry (another is due) or failed (gave up).',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+    // Zero series from the start, so rate() and alerts see every outcome before it first happens.
+    for (const outcome of ['delivered', 'retry', 'failed'])
+      this.webhookAttempts.inc({ outcome }, 0);
+  }
+
+  onReceived(spans: number, traces: number): void {
+    this.spansReceived.inc(spans);
+    this.tracesReceived.inc(traces);
+  }
+
+  onRejected(reason: string, spans: number): void {
+    this.spansRejected.inc({ reason }, spans);
+  }
+
+  onStored(spans: number, seconds: number): void {
+    this.spansStored.inc(spans);
+    this.storeDuration.observe(seconds);
+  }
+
+  onCompleted(traces: number): void {
+    this.tracesCompleted.inc(traces);
+  }
+
+  onWebhookAttempt(outcome: AttemptResult): void {
+    this.webhookAttempts.inc({ outcome });
+  }
+
+  /** A gauge read from the database at scrape time, so every replica reports the same value. */
+  gauge(name: string, help: string, read: () => Promise<number>): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      async collect() {
+        this.set(await read());
+      },
     });
   }
 

@@ -1,7 +1,9 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
+import type { IngestService, TraceQueries } from '../ingest/index.js';
+import type { WebhookService } from '../webhooks/index.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
@@ -10,6 +12,9 @@ import type { Metrics } from './metrics.js';
 import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
+import { otlpRoutes } from './routes/otlp.js';
+import { traceRoutes } from './routes/traces.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 export interface ServerDeps {
   logger: FastifyBaseLogger;
@@ -18,6 +23,10 @@ export interface ServerDeps {
   keys: KeyService;
   evaluation: EvaluationService;
   metrics: Metrics;
+  ingest: IngestService;
+  traces: TraceQueries;
+  maxAttributeBytes: number;
+  webhooks: WebhookService;
   ready(): Promise<void>;
 }
 
@@ -32,8 +41,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         ? given
         : newRequestId();
     },
-    requestIdLogLabel: 'requestId',
-    disableRequestLogging: true,
+    logController: new LogController({
+      requestIdLogLabel: 'requestId',
+      disableRequestLogging: true,
+    }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -70,5 +81,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
   await app.register(keyRoutes, { keys: deps.keys });
   await app.register(evaluateRoutes, { evaluation: deps.evaluation });
+  await app.register(traceRoutes, { traces: deps.traces });
+  await app.register(webhookRoutes, { webhooks: deps.webhooks });
+  await app.register(otlpRoutes, {
+    ingest: deps.ingest,
+    bodyLimit: deps.bodyLimit,
+    maxAttributeBytes: deps.maxAttributeBytes,
+    maxInFlight: 64,
+  });
   return app;
 }

@@ -14,6 +14,7 @@ export {
 } from './keys.js';
 export {
   authorize,
+  coversTrace,
   DEFAULT_PROJECT,
   keyPrincipal,
   OPEN_PRINCIPAL,

@@ -26,6 +26,13 @@ export const CreateKeySchema = z.strictObject({
   roles: z.array(z.enum(ROLES)).min(1),
   labels: z.record(labelKey, z.string().max(256)).optional(),
   expiresAt: z.iso.datetime({ offset: true }).optional(),
+  /** Narrows what the key reads (traces, scores): only these services and/or labels. */
+  scope: z
+    .strictObject({
+      services: z.array(z.string().min(1)).min(1).optional(),
+      labels: z.record(labelKey, z.string().max(256)).optional(),
+    })
+    .optional(),
 });
 export type CreateKeyRequest = z.infer<typeof CreateKeySchema>;
 
@@ -72,6 +79,7 @@ export class KeyService {
       ...(request.expiresAt === undefined
         ? {}
         : { expiresAt: new Date(request.expiresAt).toISOString() }),
+      ...(request.scope === undefined ? {} : { scope: request.scope }),
     };
     await this.deps.keys.create({ ...record, secretHash: hashSecret(secret) });
     return { key: record, secret };

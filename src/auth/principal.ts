@@ -1,3 +1,4 @@
+import type { ApiKeyRecord, KeyScope } from '../store/index.js';
 import { AuthErrors } from './error-codes.js';
 import { type Permission, permissionsOf, type Role } from './roles.js';
 
@@ -15,6 +16,8 @@ export interface Principal {
   /** Labels applied to traces ingested with this key. */
   labels: Readonly<Record<string, string>>;
   permissions: ReadonlySet<Permission>;
+  /** Narrows `traces.read`: only these services and/or traces carrying these labels. */
+  scope?: KeyScope;
 }
 
 export const DEFAULT_PROJECT = 'default';
@@ -28,12 +31,7 @@ export const OPEN_PRINCIPAL: Principal = Object.freeze<Principal>({
   permissions: permissionsOf(['owner']),
 });
 
-export function keyPrincipal(key: {
-  id: string;
-  project: string;
-  roles: readonly Role[];
-  labels: Readonly<Record<string, string>>;
-}): Principal {
+export function keyPrincipal(key: ApiKeyRecord): Principal {
   return {
     kind: 'key',
     id: key.id,
@@ -41,7 +39,20 @@ export function keyPrincipal(key: {
     roles: key.roles,
     labels: key.labels,
     permissions: permissionsOf(key.roles),
+    ...(key.scope === undefined ? {} : { scope: key.scope }),
   };
+}
+
+/** Whether a principal's grant covers a trace (scoped keys see only matching traces). */
+export function coversTrace(
+  principal: Principal,
+  trace: { service: string; labels: Record<string, string> },
+): boolean {
+  const scope = principal.scope;
+  if (scope === undefined) return true;
+  if (scope.services !== undefined && !scope.services.includes(trace.service)) return false;
+  for (const [k, v] of Object.entries(scope.labels ?? {})) if (trace.labels[k] !== v) return false;
+  return true;
 }
 
 /**

@@ -2,8 +2,9 @@
  * Roles and what they allow (docs/auth.md has the same table; a test keeps them equal).
  */
 
-export const ROLES = ['viewer', 'ingest', 'editor', 'admin', 'owner'] as const;
-export type Role = (typeof ROLES)[number];
+import { ROLES, type Role } from '../core/index.js';
+
+export { ROLES, type Role } from '../core/index.js';
 
 export const PERMISSIONS = [
   'traces.read',

@@ -10,6 +10,8 @@ import { EXIT } from './exit-codes.js';
 import { type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
 import { serveCommand } from './serve.js';
+import { tracesCommand } from './traces.js';
+import { webhookCommand } from './webhook.js';
 
 export { EXIT } from './exit-codes.js';
 export type { CliIO } from './io.js';
@@ -43,6 +45,8 @@ export async function runCli(
   });
   keysCommand(program, io);
   evaluateCommand(program, io, stdin);
+  tracesCommand(program, io);
+  webhookCommand(program, io, stdin);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -1,46 +1,21 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { type ApiKey, KeyService, OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
-import { openStore } from '../store/index.js';
-import { ApiClient } from './client.js';
+import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
-import { configFromFlags, type ServerFlags } from './serve.js';
+import { type TargetFlags, targetOptions, withTarget } from './target.js';
 
-interface TargetFlags extends ServerFlags {
-  server?: string;
-  json?: boolean;
-}
-
-/** Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, the local data dir. */
-async function withKeys<T>(
+/** Runs against a server or the local data dir (see withTarget). */
+function withKeys<T>(
   flags: TargetFlags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
   local: (keys: KeyService) => Promise<T>,
 ): Promise<T> {
-  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-  if (server !== undefined && server !== '')
-    return remote(new ApiClient(server, io.env.TOUCHSTONE_API_KEY));
-  const config = configFromFlags(flags, io);
-  const store = await openStore(config, { clock: systemClock, logger: pino({ level: 'silent' }) });
-  try {
-    return await local(new KeyService({ keys: store.keys, clock: systemClock }));
-  } finally {
-    await store.close();
-  }
-}
-
-function targetOptions(cmd: Command): Command {
-  return cmd
-    .option(
-      '--server <url>',
-      'server URL (default: $TOUCHSTONE_SERVER; without one, the local data dir)',
-    )
-    .option('-c, --config <file>', 'YAML config file (local mode)')
-    .option('--data-dir <dir>', 'data directory (local mode, default ./.touchstone)')
-    .option('--json', 'print JSON');
+  return withTarget(flags, io, remote, (store) =>
+    local(new KeyService({ keys: store.keys, clock: systemClock })),
+  );
 }
 
 function keyRow(k: ApiKey): string[] {

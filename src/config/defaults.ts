@@ -8,6 +8,17 @@ export const DEFAULTS = {
     maxBodyBytes: 16 * 1024 * 1024,
     maxEvaluateRecords: 10_000,
   },
+  traces: {
+    completionGrace: '2s',
+    idleTimeout: '30s',
+    maxAge: '5m',
+    maxAttributeBytes: 64 * 1024,
+  },
+  webhooks: {
+    maxAttempts: 6,
+    timeout: '10s',
+    retention: '168h',
+  },
   judge: {
     maxConcurrency: 4,
     requestsPerSecond: 10,

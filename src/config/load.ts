@@ -18,6 +18,10 @@ const NON_CONFIG_ENV = new Set([
   'TOUCHSTONE_API_KEY',
   'TOUCHSTONE_SERVER',
   'TOUCHSTONE_OTLP_ENDPOINT',
+  // Test and CI plumbing.
+  'TOUCHSTONE_INTEROP_PYTHON',
+  'TOUCHSTONE_BENCH_PG',
+  'TOUCHSTONE_CI_CACHE',
 ]);
 
 type Tree = { [key: string]: unknown };

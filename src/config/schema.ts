@@ -75,6 +75,39 @@ export const ConfigSchema = z
         max_evaluate_records: z.int().positive().default(DEFAULTS.limits.maxEvaluateRecords),
       })
       .prefault({}),
+    traces: z
+      .strictObject({
+        redaction: z
+          .strictObject({
+            /** Glob rules for attribute/metadata keys, added to the built-in defaults. */
+            keys: z.array(z.string().min(1)).default([]),
+            /** RE2 regexes; matching parts of values are replaced. */
+            patterns: z.array(z.string().min(1)).default([]),
+            /** PII detectors to enable (none by default). */
+            pii: z.array(z.enum(['email', 'us-ssn', 'credit-card', 'phone'])).default([]),
+            /** Opt out of all redaction. */
+            disabled: z.boolean().default(false),
+          })
+          .prefault({}),
+        /** A trace is complete this long after its root span ended. */
+        completion_grace: durationMs.prefault(DEFAULTS.traces.completionGrace),
+        /** …or after no span arrived for this long. */
+        idle_timeout: durationMs.prefault(DEFAULTS.traces.idleTimeout),
+        /** …or at the latest this long after its first span arrived. */
+        max_age: durationMs.prefault(DEFAULTS.traces.maxAge),
+        /** Longest attribute value kept; longer strings are cut with a marker. */
+        max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
+      })
+      .prefault({}),
+    webhooks: z
+      .strictObject({
+        max_attempts: z.int().min(1).max(20).default(DEFAULTS.webhooks.maxAttempts),
+        timeout: durationMs.prefault(DEFAULTS.webhooks.timeout),
+        retention: durationMs.prefault(DEFAULTS.webhooks.retention),
+        /** Hosts (wildcards allowed) that may be private, loopback or plain http. */
+        allow_hosts: z.array(z.string().min(1)).default([]),
+      })
+      .prefault({}),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
     /** Judge used when a request or policy names none. */
     default_judge: z.string().optional(),

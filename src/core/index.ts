@@ -9,3 +9,6 @@ export * from './errors.js';
 export * from './ids.js';
 export * from './issues.js';
 export * from './record.js';
+export * from './roles.js';
+export * from './span.js';
+export * from './trace.js';

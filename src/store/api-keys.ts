@@ -2,7 +2,15 @@ import type { Kysely, Selectable } from 'kysely';
 import { CoreErrors, isTouchstoneError } from '../core/index.js';
 import { toIso, toMillis, toMillisOrNull } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
-import type { ApiKeyRecord, ApiKeyStore, NewApiKey, Page, PageRequest, Role } from './ports.js';
+import type {
+  ApiKeyRecord,
+  ApiKeyStore,
+  KeyScope,
+  NewApiKey,
+  Page,
+  PageRequest,
+  Role,
+} from './ports.js';
 import type { ApiKeysTable, Database } from './schema.js';
 
 const COLUMNS = [
@@ -16,6 +24,7 @@ const COLUMNS = [
   'last_used_at',
   'revoked_at',
   'expires_at',
+  'scope',
 ] as const;
 
 type Row = Pick<Selectable<ApiKeysTable>, (typeof COLUMNS)[number]>;
@@ -33,6 +42,7 @@ function fromRow(row: Row): ApiKeyRecord {
   if (row.last_used_at !== null) record.lastUsedAt = toIso(row.last_used_at);
   if (row.revoked_at !== null) record.revokedAt = toIso(row.revoked_at);
   if (row.expires_at !== null) record.expiresAt = toIso(row.expires_at);
+  if (row.scope !== null) record.scope = JSON.parse(row.scope) as KeyScope;
   return record;
 }
 
@@ -52,6 +62,7 @@ export class KyselyApiKeyStore implements ApiKeyStore {
       last_used_at: toMillisOrNull(key.lastUsedAt, 'lastUsedAt'),
       revoked_at: toMillisOrNull(key.revokedAt, 'revokedAt'),
       expires_at: toMillisOrNull(key.expiresAt, 'expiresAt'),
+      scope: key.scope === undefined ? null : JSON.stringify(key.scope),
     };
     try {
       await this.db.insertInto('api_keys').values(row).execute();

@@ -12,8 +12,9 @@
  *   `ALREADY_EXISTS` when a unique key is taken.
  */
 
-export const API_KEY_ROLES = ['viewer', 'ingest', 'editor', 'admin', 'owner'] as const;
-export type Role = (typeof API_KEY_ROLES)[number];
+import type { EvalRecord, NormalizedTrace, Role, Span, TraceSummary } from '../core/index.js';
+
+export type { Role } from '../core/index.js';
 
 export type StoreDialect = 'sqlite' | 'postgres';
 
@@ -31,6 +32,13 @@ export interface ApiKeyRecord {
   lastUsedAt?: string;
   revokedAt?: string;
   expiresAt?: string;
+  /** Narrows what the key reads: only these services and/or traces carrying these labels. */
+  scope?: KeyScope;
+}
+
+export interface KeyScope {
+  services?: string[];
+  labels?: Record<string, string>;
 }
 
 export interface NewApiKey extends ApiKeyRecord {
@@ -99,6 +107,245 @@ export interface LeaseStore {
   get(name: string): Promise<Lease | undefined>;
 }
 
+/** Spans of one trace arriving together (one request, or one pulled page). */
+export interface SpanBatch {
+  project: string;
+  traceId: string;
+  /** Redacted spans; a span id seen again replaces the stored span. */
+  spans: Span[];
+  /** Labels from the ingest door (the API key's labels, a source's traceLabels and `source`). */
+  labels: Record<string, string>;
+  /** Source name for pulled traces, '' for pushed ones. */
+  source: string;
+}
+
+/** When an open trace is complete (DESIGN: completion is recorded in the database). */
+export interface CompletionRules {
+  /** After the root span ended. */
+  graceMs: number;
+  /** After the last span arrived. */
+  idleMs: number;
+  /** After the first span arrived. */
+  maxAgeMs: number;
+}
+
+/** An open trace the completer should finish now. */
+export interface PendingTrace {
+  project: string;
+  traceId: string;
+  /** Version stamp: completion only applies if no span arrived since it was read. */
+  lastSpanAt: number;
+  labels: Record<string, string>;
+  source: string;
+}
+
+export interface StoredTrace extends TraceSummary {
+  project: string;
+  source: string;
+  /** Content digest of the record (changes when late spans change the trace). */
+  digest: string;
+  completedAt: string;
+}
+
+export interface TraceFilter {
+  project?: string;
+  service?: string;
+  name?: string;
+  /** RFC 3339, inclusive lower bound on the start time. */
+  since?: string;
+  /** RFC 3339, exclusive upper bound on the start time. */
+  until?: string;
+  /** Every pair must match. */
+  labels?: Record<string, string>;
+  error?: boolean;
+  source?: string;
+  /** Restricts to these services (a key's grant). */
+  services?: readonly string[];
+}
+
+export interface CompletionResult {
+  /** False when a span arrived after `lastSpanAt` (the trace stays open) or it was completed already. */
+  completed: boolean;
+  /** True when the digest differs from the one stored at a previous completion (or there was none). */
+  changed: boolean;
+}
+
+export interface TraceStore {
+  /** Stores spans and opens (or re-opens) their traces; `now` stamps arrival. */
+  appendSpans(batches: readonly SpanBatch[], now: number): Promise<void>;
+  /** Open traces whose completion rule has fired at `now`, oldest first. */
+  dueForCompletion(now: number, rules: CompletionRules, limit: number): Promise<PendingTrace[]>;
+  /** Every stored span of a trace. */
+  spans(project: string, traceId: string): Promise<Span[]>;
+  /** The spans of several traces in one read, in the order asked (the completer's batch). */
+  spansOf(traces: readonly { project: string; traceId: string }[]): Promise<Span[][]>;
+  /**
+   * Records a completed trace's summary, record and digest, only if no span arrived since
+   * `pending.lastSpanAt`.
+   */
+  complete(
+    pending: PendingTrace,
+    trace: NormalizedTrace,
+    digest: string,
+    now: number,
+  ): Promise<CompletionResult>;
+  /** Completed traces, newest first. */
+  list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>>;
+  /** A completed trace with its record. */
+  get(
+    project: string,
+    traceId: string,
+  ): Promise<{ trace: StoredTrace; record: EvalRecord } | undefined>;
+  /** Traces not yet complete. */
+  countOpen(): Promise<number>;
+}
+
+/**
+ * A webhook as stored. The secret is stored as is, not hashed, because every attempt is signed
+ * with it: the database is the trust boundary for it, as it is for the payloads it signs.
+ */
+export interface WebhookRecord {
+  /**
+   * `wh_…`, kept when the webhook is replaced by name. A webhook deleted and created again gets a
+   * new id, so deliveries queued for the old one never reach the new one.
+   */
+  id: string;
+  project: string;
+  name: string;
+  url: string;
+  /** Event types (`run.finished`, …); empty = every event except `trace.scored`. */
+  events: string[];
+  secret: string;
+  disabled: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** PENDING (no attempt finished yet), RETRYING, DELIVERED, FAILED (gave up). */
+export type DeliveryState = 'PENDING' | 'RETRYING' | 'DELIVERED' | 'FAILED';
+
+export interface NewDelivery {
+  /** `whd_…`; ids must sort in creation order (the dispatcher sends oldest first). */
+  id: string;
+  project: string;
+  webhookId: string;
+  webhookName: string;
+  /** `run.finished`, `trace.scored`, `ping`, … */
+  event: string;
+  /** The JSON body sent on every attempt. */
+  payload: string;
+  runId?: string;
+  traceId?: string;
+  policy?: string;
+  /** Also when the first attempt is due. */
+  createdAt: string;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  project: string;
+  webhookId: string;
+  webhookName: string;
+  event: string;
+  state: DeliveryState;
+  /** Attempts started, the one in flight included. */
+  attempts: number;
+  /** Unfinished deliveries only. */
+  nextAttemptAt?: string;
+  /** HTTP status of the last answered attempt. */
+  lastStatus?: number;
+  /** Why the last attempt failed; safe text (no secrets, no payload). */
+  lastError?: string;
+  runId?: string;
+  traceId?: string;
+  policy?: string;
+  createdAt: string;
+  finishedAt?: string;
+}
+
+/** A delivery claimed for one attempt. */
+export interface ClaimedDelivery extends DeliveryRecord {
+  payload: string;
+  /** The attempt this claim owns (1-based); the fencing token for `finishAttempt`. */
+  attempt: number;
+}
+
+export type AttemptOutcome =
+  | { state: 'DELIVERED'; status: number }
+  | { state: 'FAILED'; status?: number; error: string }
+  | { state: 'RETRYING'; status?: number; error: string; nextAttemptAt: number };
+
+/** Caps what one claim takes per webhook, so one slow receiver cannot take every slot. */
+export interface PerWebhookLimit {
+  /** Deliveries of one webhook in flight at once. */
+  max: number;
+  /** In flight now, by webhook id. */
+  inFlight: ReadonlyMap<string, number>;
+}
+
+export interface WebhookStore {
+  /**
+   * Creates the webhook, or replaces the one with the same (project, name), keeping its id and
+   * createdAt. `id` is used only when it is created. Returns the stored webhook.
+   */
+  upsert(
+    webhook: Omit<WebhookRecord, 'createdAt' | 'updatedAt'>,
+    now: number,
+  ): Promise<{ webhook: WebhookRecord; created: boolean }>;
+  get(project: string, name: string): Promise<WebhookRecord | undefined>;
+  getByIds(ids: readonly string[]): Promise<WebhookRecord[]>;
+  /** Webhooks of one project by name. Throws INVALID_ARGUMENT for a malformed page token. */
+  list(project: string, page: PageRequest): Promise<Page<WebhookRecord>>;
+  /** Every webhook of a project that is not disabled (what an event is matched against). */
+  listEnabled(project: string): Promise<WebhookRecord[]>;
+  /** Returns false when there was none. Its deliveries stay (and fail when due). */
+  delete(project: string, name: string): Promise<boolean>;
+
+  enqueue(deliveries: readonly NewDelivery[]): Promise<void>;
+  /**
+   * Claims up to `limit` due deliveries (unfinished, `nextAttemptAt <= now`, fewer than
+   * `maxAttempts` attempts), oldest first: each gets one more attempt and is hidden until
+   * `hideUntil`, after which it is due again (a sender that died mid-attempt). One conditional
+   * statement, so two callers never claim the same attempt.
+   */
+  claimDue(
+    now: number,
+    limit: number,
+    maxAttempts: number,
+    hideUntil: number,
+    perWebhook?: PerWebhookLimit,
+  ): Promise<ClaimedDelivery[]>;
+  /**
+   * Marks due deliveries that already used `maxAttempts` attempts (the last one was lost with its
+   * sender) FAILED. Returns how many.
+   */
+  failExhausted(now: number, maxAttempts: number, error: string): Promise<number>;
+  /**
+   * Records the outcome of `attempt`. Returns false, changing nothing, when the delivery is
+   * finished or was claimed again since (a stale sender).
+   */
+  finishAttempt(
+    id: string,
+    attempt: number,
+    outcome: AttemptOutcome,
+    now: number,
+  ): Promise<boolean>;
+  /**
+   * Records several successful attempts in one statement (the common case, batched). Returns the
+   * ids recorded; the others were finished or claimed again since.
+   */
+  finishDelivered(
+    delivered: readonly { id: string; attempt: number; status: number }[],
+    now: number,
+  ): Promise<string[]>;
+  /** One webhook's deliveries, newest first. */
+  listDeliveries(webhookId: string, page: PageRequest): Promise<Page<DeliveryRecord>>;
+  /** Deletes up to `limit` deliveries finished before `before`; returns how many. */
+  pruneFinished(before: number, limit: number): Promise<number>;
+  /** Unfinished deliveries: how many, and when the oldest was enqueued. */
+  queueStats(): Promise<{ depth: number; oldestCreatedAt?: string }>;
+}
+
 /**
  * The repositories, each bound to either the store or one transaction. Later areas add theirs
  * here (traces, work items, outbox, …) so one transaction can write all of them.
@@ -107,6 +354,8 @@ export interface Repositories {
   readonly dialect: StoreDialect;
   readonly keys: ApiKeyStore;
   readonly leases: LeaseStore;
+  readonly traces: TraceStore;
+  readonly webhooks: WebhookStore;
 }
 
 /** Repositories bound to one open transaction: every call runs inside it. */

@@ -4,6 +4,8 @@ import { KyselyApiKeyStore } from './api-keys.js';
 import { KyselyLeaseStore } from './leases.js';
 import type { Repositories, StoreDialect } from './ports.js';
 import type { Database } from './schema.js';
+import { KyselyTraceStore } from './traces.js';
+import { KyselyWebhookStore } from './webhooks.js';
 
 export interface RepositoryContext {
   dialect: StoreDialect;
@@ -19,5 +21,7 @@ export function createRepositories(db: Kysely<Database>, ctx: RepositoryContext)
     dialect: ctx.dialect,
     keys: new KyselyApiKeyStore(db),
     leases: new KyselyLeaseStore(db, ctx.clock),
+    traces: new KyselyTraceStore(db, ctx.dialect),
+    webhooks: new KyselyWebhookStore(db),
   };
 }

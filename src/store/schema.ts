@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Kysely table types: the database as the query code sees it after every migration. Private to
  * store/ (ports.ts is the public shape).
@@ -29,6 +31,8 @@ export interface ApiKeysTable {
   last_used_at: number | null;
   revoked_at: number | null;
   expires_at: number | null;
+  /** JSON {services?, labels?}: the key's read grant; null = the whole project. */
+  scope: string | null;
 }
 
 export interface LeasesTable {
@@ -38,8 +42,85 @@ export interface LeasesTable {
   acquired_at: number;
 }
 
+export interface TracesTable {
+  project: string;
+  trace_id: string;
+  source: string;
+  /** JSON object: labels from the ingest door (key labels, source labels). */
+  ingest_labels: string;
+  first_seen_at: number;
+  last_span_at: number;
+  root_ended_at: number | null;
+  /** Null while the trace is open. */
+  completed_at: number | null;
+  service: Generated<string>;
+  name: Generated<string>;
+  start_ms: number;
+  duration_ms: Generated<number>;
+  steps: Generated<number>;
+  /** 0 or 1. */
+  error: Generated<number>;
+  /** JSON object: the trace's labels (attributes + ingest labels). */
+  labels: Generated<string>;
+  digest: Generated<string>;
+  /** JSON: the normalized record; null until first completion. */
+  record: Generated<string | null>;
+}
+
+export interface SpanChunksTable {
+  project: string;
+  trace_id: string;
+  /** Orders chunks by arrival: `<epoch ms, 13 digits>-<random>`. */
+  chunk: string;
+  /** JSON array of redacted spans (bytes as {"$bytes": base64}). */
+  spans: string;
+}
+
+export interface WebhooksTable {
+  id: string;
+  project: string;
+  name: string;
+  url: string;
+  /** JSON array of event types (`run.finished`, …); empty = the default set. */
+  events: string;
+  secret: string;
+  /** 0 or 1. */
+  disabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  /** `whd_…`, time-ordered. */
+  id: string;
+  project: string;
+  webhook_id: string;
+  webhook_name: string;
+  event: string;
+  /** The JSON body, frozen at enqueue. */
+  payload: string;
+  /** PENDING, RETRYING, DELIVERED or FAILED. */
+  state: string;
+  /** Attempts started (a claim counts one). */
+  attempts: number;
+  /** When the next attempt is due; while one is in flight, when it is presumed lost. */
+  next_attempt_at: number;
+  last_status: number | null;
+  last_error: string | null;
+  run_id: string | null;
+  trace_id: string | null;
+  policy: string | null;
+  created_at: number;
+  /** Null until DELIVERED or FAILED. */
+  finished_at: number | null;
+}
+
 export interface Database {
   schema_migrations: SchemaMigrationsTable;
   api_keys: ApiKeysTable;
   leases: LeasesTable;
+  traces: TracesTable;
+  span_chunks: SpanChunksTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

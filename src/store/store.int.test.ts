@@ -7,8 +7,10 @@ import { inspect } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/index.js';
+import { FakeClock, type Span } from '../core/index.js';
 import { type NewApiKey, openStore, type Store } from './index.js';
+import { MIGRATIONS } from './migrations/index.js';
+import { webhookStoreContract } from './webhooks-contract.testkit.js';
 
 /**
  * The store contract, run on SQLite always and on PostgreSQL when TOUCHSTONE_TEST_PG names a
@@ -102,6 +104,7 @@ function pgHarness(baseUrl: string): Harness {
 }
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
+const ALL_VERSIONS = MIGRATIONS.map((m) => m.version);
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function newKey(n: number, overrides: Partial<NewApiKey> = {}): NewApiKey {
@@ -137,14 +140,14 @@ function storeContract(harness: Harness): void {
   describe('migrations', () => {
     it('are applied at open and recorded once', async () => {
       expect(await store.migrationsApplied()).toBe(true);
-      expect(await target.appliedVersions()).toEqual([1]);
+      expect(await target.appliedVersions()).toEqual(ALL_VERSIONS);
     });
 
     it('are idempotent: opening the same database again applies nothing', async () => {
       await store.keys.create(newKey(1));
       await store.close();
       store = await target.open(clock);
-      expect(await target.appliedVersions()).toEqual([1]);
+      expect(await target.appliedVersions()).toEqual(ALL_VERSIONS);
       expect(await store.migrationsApplied()).toBe(true);
       expect(await store.keys.get('key_0001')).toBeDefined();
     });
@@ -276,6 +279,252 @@ function storeContract(harness: Harness): void {
     });
   });
 
+  describe('traces', () => {
+    const span = (
+      traceId: string,
+      spanId: string,
+      parent = '',
+      extra: Partial<Span> = {},
+    ): Span => ({
+      traceId,
+      spanId,
+      parentSpanId: parent,
+      name: parent === '' ? 'root' : 'child',
+      kind: 1,
+      startTimeUnixNano: `${T0}000000`,
+      endTimeUnixNano: `${T0 + 5}000000`,
+      attributes: { n: 1 },
+      events: [],
+      links: [],
+      status: { code: 0, message: '' },
+      resource: { 'service.name': 'svc' },
+      scope: { name: 's', version: '1' },
+      ...extra,
+    });
+    const T = 'a'.repeat(32);
+    const rules = { graceMs: 2000, idleMs: 30_000, maxAgeMs: 300_000 };
+    const normalized = (name: string, labels: Record<string, string> = {}) => ({
+      record: { id: T, output: name },
+      summary: {
+        traceId: T,
+        service: 'svc',
+        name,
+        startTime: iso(T0),
+        durationMs: 5,
+        steps: 1,
+        error: false,
+        labels,
+      },
+    });
+
+    it('stores span chunks, replaces a span sent again, and keeps bytes', async () => {
+      await store.withTransaction((tx) =>
+        tx.traces.appendSpans(
+          [
+            {
+              project: 'p',
+              traceId: T,
+              spans: [span(T, '1'.repeat(16)), span(T, '2'.repeat(16), '1'.repeat(16))],
+              labels: { k: 'v' },
+              source: '',
+            },
+          ],
+          T0,
+        ),
+      );
+      const bytes = new Uint8Array([0, 255, 7]);
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: T,
+            spans: [
+              span(T, '2'.repeat(16), '1'.repeat(16), {
+                name: 'again',
+                attributes: { raw: bytes },
+              }),
+            ],
+            labels: {},
+            source: '',
+          },
+        ],
+        T0 + 1,
+      );
+      const spans = await store.traces.spans('p', T);
+      expect(spans).toHaveLength(2);
+      const again = spans.find((s) => s.spanId === '2'.repeat(16));
+      expect(again?.name).toBe('again');
+      expect(again?.attributes.raw).toEqual(bytes);
+      expect(await store.traces.spans('other', T)).toEqual([]);
+    });
+
+    it('finds traces due by grace after the root, idle timeout or max age; completes them conditionally', async () => {
+      const U = 'b'.repeat(32);
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: T,
+            spans: [span(T, '1'.repeat(16))],
+            labels: { key: 'k' },
+            source: 'src',
+          },
+        ],
+        T0,
+      );
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: U,
+            spans: [span(U, '3'.repeat(16), '4'.repeat(16))],
+            labels: {},
+            source: '',
+          },
+        ],
+        T0,
+      );
+      expect(await store.traces.countOpen()).toBe(2);
+      expect(await store.traces.dueForCompletion(T0 + 1999, rules, 10)).toEqual([]);
+      const due = await store.traces.dueForCompletion(T0 + 2000, rules, 10);
+      expect(due).toEqual([
+        { project: 'p', traceId: T, lastSpanAt: T0, labels: { key: 'k' }, source: 'src' },
+      ]);
+      expect(
+        (await store.traces.dueForCompletion(T0 + 30_000, rules, 10)).map((d) => d.traceId).sort(),
+      ).toEqual([T, U]);
+
+      // A span arriving after the read makes the completion a no-op.
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: T,
+            spans: [span(T, '5'.repeat(16), '1'.repeat(16))],
+            labels: { key: 'k' },
+            source: 'src',
+          },
+        ],
+        T0 + 2100,
+      );
+      expect(await store.traces.complete(due[0]!, normalized('x'), 'd1', T0 + 2200)).toEqual({
+        completed: false,
+        changed: false,
+      });
+      const [fresh] = await store.traces.dueForCompletion(T0 + 4200, rules, 1);
+      expect(
+        await store.traces.complete(fresh!, normalized('x', { env: 'prod' }), 'd1', T0 + 4200),
+      ).toEqual({ completed: true, changed: true });
+      expect(await store.traces.countOpen()).toBe(1);
+      const got = await store.traces.get('p', T);
+      expect(got?.trace).toMatchObject({
+        traceId: T,
+        project: 'p',
+        name: 'x',
+        source: 'src',
+        digest: 'd1',
+        labels: { env: 'prod' },
+      });
+      expect(got?.record).toEqual({ id: T, output: 'x' });
+
+      // Re-opened by a late span; the same content completes with changed=false.
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: T,
+            spans: [span(T, '5'.repeat(16), '1'.repeat(16))],
+            labels: { key: 'k' },
+            source: 'src',
+          },
+        ],
+        T0 + 5000,
+      );
+      expect(await store.traces.get('p', T)).toBeUndefined();
+      const [late] = await store.traces.dueForCompletion(T0 + 7000, rules, 1);
+      expect(
+        await store.traces.complete(late!, normalized('x', { env: 'prod' }), 'd1', T0 + 7000),
+      ).toEqual({ completed: true, changed: false });
+    });
+
+    it('lists completed traces newest first, filtered and paged', async () => {
+      for (let i = 0; i < 5; i++) {
+        const id = String(i).repeat(32);
+        const start = T0 + i * 1000;
+        await store.traces.appendSpans(
+          [
+            {
+              project: 'p',
+              traceId: id,
+              spans: [span(id, '1'.repeat(16))],
+              labels: {},
+              source: '',
+            },
+          ],
+          T0,
+        );
+        const [due] = await store.traces.dueForCompletion(T0 + 10_000, rules, 1);
+        await store.traces.complete(
+          due!,
+          {
+            record: { id },
+            summary: {
+              traceId: id,
+              service: i % 2 === 0 ? 'even' : 'odd',
+              name: `n${i}`,
+              startTime: iso(start),
+              durationMs: 1,
+              steps: 1,
+              error: i === 3,
+              labels: { i: String(i), tier: i < 2 ? 'gold' : 'free' },
+            },
+          },
+          'd',
+          T0 + 10_000,
+        );
+      }
+      const all = await store.traces.list({ project: 'p' }, { pageSize: 2 });
+      expect(all.items.map((t) => t.name)).toEqual(['n4', 'n3']);
+      const next = await store.traces.list(
+        { project: 'p' },
+        { pageSize: 2, pageToken: all.nextPageToken! },
+      );
+      expect(next.items.map((t) => t.name)).toEqual(['n2', 'n1']);
+      expect(
+        (await store.traces.list({ project: 'p', service: 'even' }, { pageSize: 10 })).items.map(
+          (t) => t.name,
+        ),
+      ).toEqual(['n4', 'n2', 'n0']);
+      expect(
+        (
+          await store.traces.list({ project: 'p', labels: { tier: 'gold' } }, { pageSize: 10 })
+        ).items.map((t) => t.name),
+      ).toEqual(['n1', 'n0']);
+      expect(
+        (await store.traces.list({ project: 'p', error: true }, { pageSize: 10 })).items.map(
+          (t) => t.name,
+        ),
+      ).toEqual(['n3']);
+      expect(
+        (
+          await store.traces.list(
+            { project: 'p', since: iso(T0 + 1000), until: iso(T0 + 3000) },
+            { pageSize: 10 },
+          )
+        ).items.map((t) => t.name),
+      ).toEqual(['n2', 'n1']);
+      expect(
+        (await store.traces.list({ project: 'p', services: ['odd'] }, { pageSize: 10 })).items.map(
+          (t) => t.name,
+        ),
+      ).toEqual(['n3', 'n1']);
+      expect(
+        (await store.traces.list({ project: 'p', services: [] }, { pageSize: 10 })).items,
+      ).toEqual([]);
+      expect((await store.traces.list({ project: 'q' }, { pageSize: 10 })).items).toEqual([]);
+    });
+  });
+
   describe('leases', () => {
     it('is taken when free, refused while held, renewed by its holder, released', async () => {
       expect(await store.leases.acquire('source/a', 'replica-1', 120_000)).toBe(true);
@@ -404,6 +653,8 @@ function storeContract(harness: Harness): void {
       expect((await store.keys.list(undefined, { pageSize: 10 })).items).toHaveLength(2);
     });
   });
+
+  describe('webhooks', () => webhookStoreContract(() => ({ store, clock })));
 }
 
 describe('store on SQLite', () => {
@@ -476,7 +727,7 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')('store on PostgreSQL', ()
         const stores = await Promise.all(
           Array.from({ length: 4 }, () => target.open(new FakeClock())),
         );
-        expect(await target.appliedVersions()).toEqual([1]);
+        expect(await target.appliedVersions()).toEqual(ALL_VERSIONS);
         for (const s of stores) expect(await s.migrationsApplied()).toBe(true);
         await Promise.all(stores.map((s) => s.close()));
       } finally {

@@ -13,7 +13,15 @@ import type { Clock } from '../core/index.js';
 import type { StoreBackend } from './backend.js';
 import { StoreErrors } from './error-codes.js';
 import { type Migration, migrationsApplied } from './migrate.js';
-import type { ApiKeyStore, LeaseStore, Store, StoreDialect, StoreTransaction } from './ports.js';
+import type {
+  ApiKeyStore,
+  LeaseStore,
+  Store,
+  StoreDialect,
+  StoreTransaction,
+  TraceStore,
+  WebhookStore,
+} from './ports.js';
 import { createRepositories } from './repositories.js';
 import type { Database } from './schema.js';
 
@@ -53,6 +61,8 @@ export class KyselyStore implements Store {
   readonly dialect: StoreDialect;
   readonly keys: ApiKeyStore;
   readonly leases: LeaseStore;
+  readonly traces: TraceStore;
+  readonly webhooks: WebhookStore;
   private readonly guarded: Kysely<Database>;
   private closing: Promise<void> | undefined;
 
@@ -69,6 +79,8 @@ export class KyselyStore implements Store {
     });
     this.keys = repositories.keys;
     this.leases = repositories.leases;
+    this.traces = repositories.traces;
+    this.webhooks = repositories.webhooks;
   }
 
   private checkUsable(): void {

@@ -1,55 +1,8 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-/** Runs the real `touchstone` process from source. */
-const ENTRY = ['--import', 'tsx', 'src/main.ts'];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
-function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [...ENTRY, ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, ...env },
-    timeout: 60_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-async function startServer(
-  args: string[],
-): Promise<{ proc: ChildProcess; output: () => string; exited: Promise<number | null> }> {
-  const proc = spawn(process.execPath, [...ENTRY, 'serve', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout?.on('data', (d) => {
-    out += d;
-  });
-  proc.stderr?.on('data', (d) => {
-    out += d;
-  });
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 30_000;
-  while (!out.includes('listening on')) {
-    if (Date.now() > deadline || proc.exitCode !== null)
-      throw new Error(`server did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { proc, output: () => out, exited };
-}
+import { cli, freePort, startServer } from '../support/process.js';
 
 describe('touchstone serve (real process, embedded SQLite)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'touchstone-e2e-'));

@@ -1,0 +1,229 @@
+/**
+ * OTLP ingest over HTTP with protobuf bodies, redaction on (defaults + every PII detector), into
+ * SQLite and (when TOUCHSTONE_TEST_PG or TOUCHSTONE_BENCH_PG is set) PostgreSQL. Prints spans/s
+ * stored (the answer comes only after the spans are durable) and p95 request latency.
+ * Budget: ≥ 30k spans/s on SQLite, ≥ 20k on PostgreSQL (2 cores).
+ *
+ * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
+ * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import { pino } from 'pino';
+import { createApp } from '../src/app.js';
+import { loadConfig } from '../src/config/index.js';
+import { protobufBody, recordSpans } from '../test/support/otel.js';
+import { fmt, percentile } from './stats.js';
+
+const TOTAL_SPANS = Number(process.env.BENCH_SPANS ?? 400_000);
+const TRACES_PER_REQUEST = 50;
+const IN_FLIGHT = 4;
+/** Writes a V8 CPU profile of the timed section (main thread) to this path prefix when set. */
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
+
+async function profiled<T>(path: string | undefined, fn: () => Promise<T>): Promise<T> {
+  if (path === undefined || path === '') return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(path, JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
+function agent(tracer: Tracer, i: number): void {
+  tracer.startActiveSpan(
+    'invoke_agent travel',
+    {
+      attributes: {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': 'travel',
+        'touchstone.label.workflow': 'travel',
+      },
+    },
+    (root) => {
+      const ctx = trace.setSpan(context.active(), root);
+      for (let step = 0; step < 4; step++) {
+        const llm = tracer.startSpan(
+          'chat gpt-4o-mini',
+          {
+            attributes: {
+              'gen_ai.operation.name': 'chat',
+              'gen_ai.request.model': 'gpt-4o-mini',
+              'gen_ai.usage.input_tokens': 300 + step,
+              'gen_ai.usage.output_tokens': 40,
+              'gen_ai.input.messages': JSON.stringify([
+                {
+                  role: 'system',
+                  parts: [{ type: 'text', content: 'You are a travel assistant. Be brief.' }],
+                },
+                {
+                  role: 'user',
+                  parts: [
+                    {
+                      type: 'text',
+                      content: `Plan a weekend in Lisbon for request ${i}; email me at jo${i}@example.com`,
+                    },
+                  ],
+                },
+              ]),
+              'gen_ai.output.messages': JSON.stringify([
+                {
+                  role: 'assistant',
+                  parts: [
+                    {
+                      type: 'tool_call',
+                      id: `call_${step}`,
+                      name: 'search',
+                      arguments: { q: 'Lisbon hotels' },
+                    },
+                  ],
+                },
+              ]),
+              'http.request.header.authorization': 'Bearer sk-test-abcdefghijklmnop1234',
+            },
+          },
+          ctx,
+        );
+        llm.end();
+        const tool = tracer.startSpan(
+          'search',
+          {
+            attributes: {
+              'openinference.span.kind': 'TOOL',
+              'tool.name': 'search',
+              'input.value': '{"q":"Lisbon hotels"}',
+              'output.value':
+                'Hotel A (4.5), Hotel B (4.1), Hotel C (3.9) — call +1 415 555 0100 to book',
+            },
+          },
+          ctx,
+        );
+        if (step === 3 && i % 10 === 0)
+          tool.setStatus({ code: SpanStatusCode.ERROR, message: 'search timed out' });
+        tool.end();
+      }
+      const retrieval = tracer.startSpan(
+        'retrieve',
+        { attributes: { 'openinference.span.kind': 'RETRIEVER', 'input.value': 'Lisbon' } },
+        ctx,
+      );
+      retrieval.end();
+      const final = tracer.startSpan(
+        'chat gpt-4o-mini',
+        {
+          attributes: {
+            'gen_ai.operation.name': 'chat',
+            'gen_ai.request.model': 'gpt-4o-mini',
+            'gen_ai.usage.input_tokens': 900,
+            'gen_ai.usage.output_tokens': 120,
+          },
+        },
+        ctx,
+      );
+      final.end();
+      root.end();
+    },
+  );
+}
+
+async function run(label: string, store: Record<string, unknown>): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-ingest-'));
+  const config = loadConfig({
+    overrides: {
+      data_dir: dataDir,
+      listen: '127.0.0.1:0',
+      log_level: 'silent',
+      store,
+      limits: { max_body_bytes: 64 * 1024 * 1024 },
+      traces: { redaction: { pii: ['email', 'us-ssn', 'credit-card', 'phone'] } },
+    },
+  });
+  const app = await createApp(config, {
+    env: {},
+    processMetrics: false,
+    logger: pino({ level: 'silent' }),
+  });
+  const url = `http://${await app.listen()}/v1/traces`;
+  try {
+    // Distinct payloads (distinct trace ids), built before timing starts.
+    const spansPerTrace = recordSpans({ 'service.name': 'probe' }, (t) => agent(t, 0)).length;
+    const requests = Math.ceil(TOTAL_SPANS / (spansPerTrace * TRACES_PER_REQUEST));
+    const bodies: Buffer[] = [];
+    for (let r = 0; r < requests; r++) {
+      const spans = recordSpans({ 'service.name': `svc-${r % 5}` }, (t) => {
+        for (let k = 0; k < TRACES_PER_REQUEST; k++) agent(t, r * TRACES_PER_REQUEST + k);
+      });
+      bodies.push(protobufBody(spans));
+    }
+    const spanCount = requests * TRACES_PER_REQUEST * spansPerTrace;
+    const mb = bodies.reduce((n, b) => n + b.length, 0) / 1e6;
+
+    const latencies: number[] = [];
+    let next = 0;
+    let failures = 0;
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const profilePath =
+      CPU_PROFILE === undefined ? undefined : `${CPU_PROFILE}-${label}.cpuprofile`;
+    await profiled(profilePath, () =>
+      Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next < bodies.length) {
+            const body = bodies[next++] as Buffer;
+            const s = performance.now();
+            const res = await fetch(url, {
+              method: 'POST',
+              body,
+              headers: { 'content-type': 'application/x-protobuf' },
+            });
+            await res.arrayBuffer();
+            latencies.push(performance.now() - s);
+            if (res.status !== 200) failures++;
+          }
+        }),
+      ),
+    );
+    const secs = (performance.now() - t0) / 1000;
+    const tEnd = performance.now();
+    // Load-independent: main-thread + worker CPU of this process (client included) per 1k spans.
+    const cpu = process.cpuUsage(cpu0);
+    const cpuMsPer1k = ((cpu.user + cpu.system) / 1000 / spanCount) * 1000;
+    console.log(
+      `${label}: ${spanCount} spans (${fmt(mb, 1)} MB protobuf, ${requests} requests of ${TRACES_PER_REQUEST * spansPerTrace} spans, ${IN_FLIGHT} in flight): ` +
+        `${fmt(spanCount / secs, 0)} spans/s stored, request p50 ${fmt(percentile(latencies, 50), 1)} ms, p95 ${fmt(percentile(latencies, 95), 1)} ms, ` +
+        `CPU ${fmt(cpuMsPer1k, 1)} ms per 1k spans` +
+        `${failures > 0 ? `, FAILED requests: ${failures}` : ''}; RSS ${fmt(process.memoryUsage().rss / 1e6, 0)} MB`,
+    );
+    // Completion runs off the request path (a worker thread); report how far behind it was.
+    while ((await app.store.traces.countOpen()) > 0 && performance.now() - tEnd < 120_000) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const cpuAll = process.cpuUsage(cpu0);
+    console.log(
+      `${label}: ${(await app.store.traces.countOpen()) === 0 ? 'all' : 'NOT all'} traces completed ${fmt((performance.now() - tEnd) / 1000, 1)} s after the last answer ` +
+        `(completion grace ${config.traces.completion_grace} ms); CPU incl. completion ${fmt(((cpuAll.user + cpuAll.system) / 1000 / spanCount) * 1000, 1)} ms per 1k spans`,
+    );
+  } finally {
+    await app.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function main(): Promise<void> {
+  await run('SQLite', { driver: 'sqlite' });
+  const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
+  if (pg === undefined)
+    console.log(
+      'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL of an empty database)',
+    );
+  else await run('PostgreSQL', { driver: 'postgres', url: pg });
+}

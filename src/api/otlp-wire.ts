@@ -1,0 +1,70 @@
+import { BinaryWriter } from '@bufbuild/protobuf/wire';
+import type { ErrorKind } from '../core/index.js';
+
+/**
+ * OTLP/HTTP response bodies (Buffers: Fastify would serialize a bare Uint8Array as JSON), in the encoding of the request (protobuf or JSON):
+ * ExportTraceServiceResponse on success, google.rpc.Status on failure.
+ */
+
+export type OtlpEncoding = 'protobuf' | 'json';
+
+export const OTLP_CONTENT_TYPE: Record<OtlpEncoding, string> = {
+  protobuf: 'application/x-protobuf',
+  json: 'application/json',
+};
+
+/** gRPC status codes, as google.rpc.Status carries them. */
+const GRPC_CODE: Record<ErrorKind, number> = {
+  invalid_argument: 3,
+  deadline_exceeded: 4,
+  not_found: 5,
+  already_exists: 6,
+  permission_denied: 7,
+  resource_exhausted: 8,
+  payload_too_large: 8,
+  failed_precondition: 9,
+  aborted: 10,
+  unimplemented: 12,
+  unsupported_media_type: 3,
+  internal: 13,
+  unavailable: 14,
+  unauthenticated: 16,
+};
+
+export function exportResponse(
+  encoding: OtlpEncoding,
+  rejected: number,
+  message: string,
+): Buffer | string {
+  const partial = rejected > 0 || message !== '';
+  if (encoding === 'json') {
+    return JSON.stringify(
+      partial ? { partialSuccess: { rejectedSpans: String(rejected), errorMessage: message } } : {},
+    );
+  }
+  const w = new BinaryWriter();
+  if (partial) {
+    w.tag(1, 2).fork();
+    if (rejected > 0) w.tag(1, 0).int64(rejected);
+    if (message !== '') w.tag(2, 2).string(message);
+    w.join();
+  }
+  return Buffer.from(w.finish());
+}
+
+export function statusBody(
+  encoding: OtlpEncoding,
+  kind: ErrorKind,
+  message: string,
+): Buffer | string {
+  const code = GRPC_CODE[kind];
+  if (encoding === 'json') return JSON.stringify({ code, message });
+  return Buffer.from(new BinaryWriter().tag(1, 0).int32(code).tag(2, 2).string(message).finish());
+}
+
+/** The OTLP encoding a request asked for (by Content-Type; JSON when unknown). */
+export function otlpEncodingOf(contentType: string | undefined): OtlpEncoding {
+  return (contentType ?? '').split(';')[0]?.trim().toLowerCase() === 'application/x-protobuf'
+    ? 'protobuf'
+    : 'json';
+}

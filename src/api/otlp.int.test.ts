@@ -1,0 +1,186 @@
+import { gzipSync } from 'node:zlib';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestApp, testApp } from '../../test/support/app.js';
+import { agentTrace, jsonBody, protobufBody, recordSpans } from '../../test/support/otel.js';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+
+const PB = { 'content-type': 'application/x-protobuf' };
+const JSON_CT = { 'content-type': 'application/json' };
+
+/** ExportTraceServiceResponse.partial_success → {rejected, message}. */
+function partialSuccess(body: Buffer): { rejected: number; message: string } {
+  const out = { rejected: 0, message: '' };
+  const r = new BinaryReader(body);
+  while (r.pos < r.len) {
+    const [field] = r.tag();
+    if (field !== 1) continue;
+    const inner = new BinaryReader(r.bytes());
+    while (inner.pos < inner.len) {
+      const [f, wt] = inner.tag();
+      if (f === 1) out.rejected = Number(inner.int64());
+      else if (f === 2) out.message = inner.string();
+      else inner.skip(wt);
+    }
+  }
+  return out;
+}
+
+describe('OTLP/HTTP ingest', () => {
+  let t: TestApp;
+  let ingestKey: string;
+  let viewerKey: string;
+  beforeAll(async () => {
+    t = await testApp({ auth: {}, traces: { completion_grace: '0s' } });
+    ingestKey = (
+      await t.app.keys.create(OPEN_PRINCIPAL, {
+        project: 'p1',
+        roles: ['ingest'],
+        labels: { team: 'search' },
+      })
+    ).secret;
+    viewerKey = (await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: ['viewer'] }))
+      .secret;
+  });
+  afterAll(() => t.close());
+
+  const post = (
+    body: Buffer | string,
+    headers: Record<string, string>,
+    key: string | null = ingestKey,
+  ) =>
+    t.app.server.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: body,
+      headers: { ...headers, ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
+    });
+
+  it('stores protobuf spans before answering 200 with an empty ExportTraceServiceResponse', async () => {
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'weather-agent' }, (tr) => {
+      traceId = agentTrace(tr);
+    });
+    const res = await post(protobufBody(spans), PB);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/x-protobuf');
+    expect(res.rawPayload.length).toBe(0);
+    // Durable before the answer: the spans are in the database now.
+    expect(await t.app.store.traces.spans('p1', traceId)).toHaveLength(3);
+
+    await t.app.completer.tick();
+    const got = await t.app.server.inject({
+      url: `/v1alpha1/traces/${traceId}`,
+      headers: { authorization: `Bearer ${viewerKey}` },
+    });
+    expect(got.statusCode).toBe(200);
+    const { trace, record } = got.json();
+    expect(trace).toMatchObject({
+      traceId,
+      project: 'p1',
+      service: 'weather-agent',
+      name: 'invoke_agent weather',
+      labels: { team: 'search' },
+    });
+    expect(trace.steps).toBeGreaterThanOrEqual(2);
+    expect(record.trajectory.map((s: { type: string }) => s.type)).toEqual(
+      expect.arrayContaining(['llm', 'tool']),
+    );
+  });
+
+  it('accepts OTLP/JSON and gzip, answering in the request encoding', async () => {
+    const spans = recordSpans({ 'service.name': 'json-agent' }, (tr) => agentTrace(tr));
+    const res = await post(jsonBody(spans), JSON_CT);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({});
+    const gz = await post(gzipSync(protobufBody(spans)), { ...PB, 'content-encoding': 'gzip' });
+    expect(gz.statusCode).toBe(200);
+    const gzJson = await post(gzipSync(jsonBody(spans)), {
+      ...JSON_CT,
+      'content-encoding': 'gzip',
+    });
+    expect(gzJson.statusCode).toBe(200);
+  });
+
+  it('rejects spans with an all-zero trace id one by one (partial success), keeping the rest', async () => {
+    const spans = recordSpans({ 'service.name': 'partial' }, (tr) => agentTrace(tr));
+    const body = JSON.parse(jsonBody(spans));
+    const keptTrace = body.resourceSpans[0].scopeSpans[0].spans[0].traceId;
+    body.resourceSpans[0].scopeSpans[0].spans[1].traceId = '0'.repeat(32);
+    const res = await post(JSON.stringify(body), JSON_CT);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().partialSuccess.rejectedSpans).toBe('1');
+    expect(res.json().partialSuccess.errorMessage).toMatch(/zero/);
+    expect(await t.app.store.traces.spans('p1', keptTrace)).toHaveLength(2);
+
+    const pb = await post(protobufBody(spans).fill(0, 0, 0), PB);
+    expect(pb.statusCode).toBe(200);
+    expect(partialSuccess(pb.rawPayload).rejected).toBe(0);
+  });
+
+  it('answers undecodable bodies with 400 and a google.rpc.Status, never echoing content', async () => {
+    const spans = recordSpans({ 'service.name': 'x', secret: 'hunter2-secret' }, (tr) =>
+      agentTrace(tr),
+    );
+    const truncated = protobufBody(spans).subarray(0, 60);
+    const res = await post(truncated, PB);
+    expect(res.statusCode).toBe(400);
+    expect(res.headers['content-type']).toBe('application/x-protobuf');
+    const status = new BinaryReader(res.rawPayload);
+    expect(status.tag()[0]).toBe(1);
+    expect(status.int32()).toBe(3);
+    expect(res.rawPayload.toString('latin1')).not.toContain('hunter2');
+
+    const badJson = await post('{"resourceSpans": [', JSON_CT);
+    expect(badJson.statusCode).toBe(400);
+    expect(badJson.json().code).toBe(3);
+  });
+
+  it('refuses other content types (415), bad gzip (400), and bodies over the limit after inflating (413)', async () => {
+    expect((await post('x', { 'content-type': 'text/plain' })).statusCode).toBe(415);
+    expect(
+      (await post(Buffer.from('not gzip'), { ...PB, 'content-encoding': 'gzip' })).statusCode,
+    ).toBe(400);
+    expect((await post(Buffer.from('x'), { ...PB, 'content-encoding': 'br' })).statusCode).toBe(
+      415,
+    );
+    const bomb = gzipSync(Buffer.alloc(17 * 1024 * 1024));
+    const res = await post(bomb, { ...PB, 'content-encoding': 'gzip' });
+    expect(res.statusCode).toBe(413);
+  });
+
+  it('needs a key that may write traces', async () => {
+    const body = protobufBody(recordSpans({ 'service.name': 'x' }, (tr) => agentTrace(tr)));
+    expect((await post(body, PB, null)).statusCode).toBe(401);
+    const forbidden = await post(body, PB, viewerKey);
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.headers['content-type']).toBe('application/x-protobuf');
+  });
+
+  it('redacts secrets before the first write', async () => {
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'leaky', 'db.password': 'pa55word' }, (tr) => {
+      traceId = agentTrace(tr, {
+        apiKey: 'sk-live-SENTINEL-123',
+        extra: { api_key: 'SENTINEL-KEY-456' },
+      });
+    });
+    expect((await post(protobufBody(spans), PB)).statusCode).toBe(200);
+    const stored = JSON.stringify(await t.app.store.traces.spans('p1', traceId));
+    expect(stored).not.toContain('SENTINEL');
+    expect(stored).not.toContain('pa55word');
+    expect(stored).toContain('[REDACTED]');
+  });
+
+  it('keeps huge attributes up to the limit with a marker, and survives invalid UTF-8', async () => {
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'big' }, (tr) => {
+      traceId = agentTrace(tr, { extra: { 'input.value': 'x'.repeat(2 * 1024 * 1024) } });
+    });
+    expect((await post(protobufBody(spans), PB)).statusCode).toBe(200);
+    const root = (await t.app.store.traces.spans('p1', traceId)).find((s) => s.parentSpanId === '');
+    const value = root?.attributes['input.value'] as string;
+    expect(value.length).toBeLessThan(70 * 1024);
+    expect(value).toMatch(/truncated/);
+  });
+});

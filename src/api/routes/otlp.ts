@@ -1,0 +1,118 @@
+import { Transform } from 'node:stream';
+import { createGunzip, createInflate } from 'node:zlib';
+import type { FastifyInstance } from 'fastify';
+import { authorize } from '../../auth/index.js';
+import {
+  decodeOtlpJson,
+  decodeOtlpProtobuf,
+  IngestErrors,
+  type IngestService,
+} from '../../ingest/index.js';
+import { ApiErrors } from '../error-codes.js';
+import { exportResponse, OTLP_CONTENT_TYPE, otlpEncodingOf } from '../otlp-wire.js';
+
+export interface OtlpRouteDeps {
+  ingest: IngestService;
+  bodyLimit: number;
+  maxAttributeBytes: number;
+  /** Requests stored at once before new ones are told to retry (503 + Retry-After). */
+  maxInFlight: number;
+}
+
+/**
+ * OTLP/HTTP trace receiver (`POST /v1/traces`): protobuf or JSON, gzip/deflate, answered per the
+ * OTLP/HTTP spec only after the spans are durably stored.
+ */
+export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    'application/x-protobuf',
+    { parseAs: 'buffer', bodyLimit: deps.bodyLimit },
+    (_r, body, done) => done(null, body),
+  );
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: deps.bodyLimit },
+    (_r, body, done) => done(null, body),
+  );
+
+  let inFlight = 0;
+
+  app.post(
+    '/v1/traces',
+    {
+      config: { otlp: true },
+      preParsing: async (request, _reply, payload) => {
+        const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
+        if (encoding === 'identity' || encoding === '') return payload;
+        if (encoding !== 'gzip' && encoding !== 'deflate') {
+          throw IngestErrors.OTLP_UNSUPPORTED_ENCODING(
+            `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
+          );
+        }
+        return inflate(payload, encoding, deps.bodyLimit);
+      },
+    },
+    async (request, reply) => {
+      const project = authorize(request.principal, 'traces.write');
+      const encoding = otlpEncodingOf(request.headers['content-type']);
+      if (inFlight >= deps.maxInFlight) {
+        throw ApiErrors.OVERLOADED('the server is busy storing other requests; retry shortly', {
+          retryAfterSeconds: 1,
+        });
+      }
+      inFlight++;
+      try {
+        const options = { maxAttributeBytes: deps.maxAttributeBytes };
+        const body = request.body as Buffer | string;
+        const decoded =
+          encoding === 'protobuf'
+            ? decodeOtlpProtobuf(body as Buffer, options)
+            : decodeOtlpJson(typeof body === 'string' ? body : body.toString('utf8'), options);
+        const result = await deps.ingest.ingest(
+          { project, labels: { ...request.principal.labels }, source: '' },
+          decoded,
+        );
+        const message =
+          result.rejected > 0
+            ? `${result.rejected} spans rejected: ${result.rejectReasons.join('; ')}`
+            : '';
+        return reply
+          .type(OTLP_CONTENT_TYPE[encoding])
+          .send(exportResponse(encoding, result.rejected, message));
+      } finally {
+        inFlight--;
+      }
+    },
+  );
+}
+
+/** Inflates a request body, refusing it (413) once the inflated size passes the limit. */
+function inflate(payload: NodeJS.ReadableStream, encoding: 'gzip' | 'deflate', limit: number) {
+  const inflater = encoding === 'gzip' ? createGunzip() : createInflate();
+  let encodedLength = 0;
+  let inflated = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, callback) {
+      inflated += chunk.length;
+      if (inflated > limit) {
+        callback(
+          ApiErrors.BODY_TOO_LARGE(
+            `request body exceeds the limit of ${limit} bytes after decompression`,
+          ),
+        );
+        return;
+      }
+      callback(null, chunk);
+    },
+  });
+  payload.on('data', (chunk: Buffer) => {
+    encodedLength += chunk.length;
+    (out as unknown as { receivedEncodedLength: number }).receivedEncodedLength = encodedLength;
+  });
+  inflater.on('error', () => {
+    out.destroy(ApiErrors.BODY_INVALID(`request body is not valid ${encoding} data`));
+  });
+  const out = payload.pipe(inflater).pipe(counter);
+  return out;
+}

@@ -1,0 +1,289 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import YAML from 'yaml';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { systemClock } from '../core/index.js';
+import {
+  type AppliedWebhook,
+  createWebhooks,
+  type DeliveryView,
+  type WebhookService,
+  type WebhookView,
+} from '../webhooks/index.js';
+import type { ApiClient } from './client.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type CliIO, table } from './io.js';
+import { configFromFlags } from './serve.js';
+import { type TargetFlags, targetOptions, withTarget } from './target.js';
+
+interface Flags extends TargetFlags {
+  project?: string;
+}
+
+/** Runs against a server, or on the local data dir through the same service the server uses. */
+function withWebhooks<T>(
+  flags: Flags,
+  io: CliIO,
+  remote: (client: ApiClient) => Promise<T>,
+  local: (service: WebhookService) => Promise<T>,
+): Promise<T> {
+  return withTarget(flags, io, remote, async (store) => {
+    const webhooks = createWebhooks({
+      config: configFromFlags(flags, io).webhooks,
+      store,
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      return await local(webhooks.service);
+    } finally {
+      await webhooks.close();
+    }
+  });
+}
+
+function path(name: string, flags: Flags, suffix = '', query: Record<string, string> = {}): string {
+  const q = new URLSearchParams(query);
+  if (flags.project !== undefined) q.set('project', flags.project);
+  const qs = q.toString();
+  return `v1alpha1/webhooks/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
+}
+
+function readResource(file: string, stdin: () => string): unknown {
+  let text: string;
+  try {
+    text = file === '-' ? stdin() : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliExit(EXIT.USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+  try {
+    return YAML.parse(text);
+  } catch (err) {
+    throw new CliExit(EXIT.USAGE, `${file} is not YAML or JSON: ${(err as Error).message}`);
+  }
+}
+
+function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
+  io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+}
+
+function deliveryRows(items: DeliveryView[]): string {
+  return table(
+    ['ID', 'EVENT', 'STATE', 'ATTEMPTS', 'STATUS', 'RUN/TRACE', 'CREATED', 'LAST ERROR'],
+    items.map((d) => [
+      d.id,
+      d.event,
+      d.state,
+      String(d.attempts),
+      d.lastStatus === undefined ? '' : String(d.lastStatus),
+      d.runId ?? (d.traceId === undefined ? '' : `${d.traceId} (${d.policy ?? ''})`),
+      d.createdAt,
+      d.lastError ?? '',
+    ]),
+  );
+}
+
+export function webhookCommand(program: Command, io: CliIO, stdin: () => string): void {
+  const webhook = program
+    .command('webhook')
+    .description('Manage webhooks: signed, retried callbacks for runs, scored traces and alerts.');
+
+  targetOptions(
+    webhook
+      .command('apply')
+      .description('Create or replace a webhook from a YAML or JSON file (- for stdin).')
+      .requiredOption('-f, --file <file>', 'the Webhook resource')
+      .option('-p, --project <name>', 'project, unless the file names one')
+      .option('--dry-run', 'check the webhook without storing it'),
+  ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
+    const resource = readResource(flags.file, stdin);
+    const applied = await withWebhooks(
+      flags,
+      io,
+      (c) =>
+        c.call<AppliedWebhook>(
+          'POST',
+          `v1alpha1/webhooks?${new URLSearchParams({
+            ...(flags.project === undefined ? {} : { project: flags.project }),
+            ...(flags.dryRun ? { validate_only: 'true' } : {}),
+          })}`,
+          resource,
+        ),
+      (s) =>
+        s.apply(OPEN_PRINCIPAL, resource, {
+          ...(flags.project === undefined ? {} : { project: flags.project }),
+          validateOnly: flags.dryRun === true,
+        }),
+    );
+    const verb = flags.dryRun ? 'valid' : 'applied';
+    let text = `${verb}: webhook ${applied.name} (project ${applied.project})`;
+    if (applied.secret !== undefined) {
+      text +=
+        `\nsecret: ${applied.secret}\n` +
+        'Store the secret now: it is not shown again. Receivers verify Touchstone-Signature with it.';
+    }
+    print(io, flags, applied, text);
+  });
+
+  targetOptions(
+    webhook
+      .command('list')
+      .description("List a project's webhooks (never their secrets).")
+      .option('-p, --project <name>', 'project'),
+  ).action(async (flags: Flags) => {
+    const all: WebhookView[] = [];
+    let token: string | undefined;
+    do {
+      const page = await withWebhooks(
+        flags,
+        io,
+        (c) => {
+          const q = new URLSearchParams({ page_size: '1000' });
+          if (flags.project !== undefined) q.set('project', flags.project);
+          if (token !== undefined) q.set('page_token', token);
+          return c
+            .call<{ webhooks: WebhookView[]; next_page_token?: string }>(
+              'GET',
+              `v1alpha1/webhooks?${q}`,
+            )
+            .then((r) => ({ items: r.webhooks, nextPageToken: r.next_page_token }));
+        },
+        (s) =>
+          s.list(OPEN_PRINCIPAL, flags.project, {
+            pageSize: 1000,
+            ...(token === undefined ? {} : { pageToken: token }),
+          }),
+      );
+      all.push(...page.items);
+      token = page.nextPageToken;
+    } while (token !== undefined);
+    print(
+      io,
+      flags,
+      all,
+      table(
+        ['NAME', 'PROJECT', 'URL', 'EVENTS', 'STATE'],
+        all.map((w) => [
+          w.name,
+          w.project,
+          w.url,
+          w.events.length === 0 ? '(all but trace.scored)' : w.events.join(','),
+          w.disabled ? 'disabled' : 'enabled',
+        ]),
+      ),
+    );
+  });
+
+  targetOptions(
+    webhook
+      .command('get')
+      .description('Show one webhook as JSON (never its secret).')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags) => {
+    const got = await withWebhooks(
+      flags,
+      io,
+      (c) => c.call<WebhookView>('GET', path(name, flags)),
+      (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
+    );
+    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
+  });
+
+  targetOptions(
+    webhook
+      .command('delete')
+      .description('Delete a webhook; its queued deliveries fail.')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags) => {
+    const deleted = await withWebhooks(
+      flags,
+      io,
+      (c) => c.call<WebhookView>('DELETE', path(name, flags)),
+      (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
+    );
+    print(io, flags, deleted, `deleted webhook ${deleted.name} (project ${deleted.project})`);
+  });
+
+  targetOptions(
+    webhook
+      .command('test')
+      .description('Send a ping delivery and wait for its first attempt.')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project')
+      .option('--wait <seconds>', 'how long to wait for the attempt (0: do not wait)', '15'),
+  ).action(async (name: string, flags: Flags & { wait: string }) => {
+    const wait = Number(flags.wait);
+    if (!Number.isFinite(wait) || wait < 0) {
+      throw new CliExit(EXIT.USAGE, '--wait: expected a number of seconds');
+    }
+    const find = (id: string) =>
+      withWebhooks(
+        flags,
+        io,
+        (c) =>
+          c
+            .call<{ deliveries: DeliveryView[] }>(
+              'GET',
+              path(name, flags, '/deliveries', { page_size: '50' }),
+            )
+            .then((r) => r.deliveries.find((d) => d.id === id)),
+        (s) =>
+          s
+            .deliveries(OPEN_PRINCIPAL, flags.project, name, { pageSize: 50 })
+            .then((r) => r.items.find((d) => d.id === id)),
+      );
+    let delivery = await withWebhooks(
+      flags,
+      io,
+      (c) => c.call<DeliveryView>('POST', path(name, flags, ':test')),
+      (s) => s.test(OPEN_PRINCIPAL, flags.project, name),
+    );
+    // The dispatcher (on whichever replica holds its lease) sends it; watch for the outcome.
+    const deadline = Date.now() + wait * 1000;
+    while (delivery.state === 'PENDING' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      delivery = (await find(delivery.id)) ?? delivery;
+    }
+    const outcome =
+      delivery.state === 'PENDING'
+        ? 'queued (no server has sent it yet)'
+        : delivery.state === 'DELIVERED'
+          ? `delivered (HTTP ${delivery.lastStatus})`
+          : `not delivered: ${delivery.lastError ?? 'unknown error'}`;
+    print(io, flags, delivery, `ping ${delivery.id} to webhook ${name}: ${outcome}`);
+    if (delivery.state === 'RETRYING' || delivery.state === 'FAILED') {
+      throw new CliExit(EXIT.ERROR, `the test delivery was not accepted by the receiver`);
+    }
+  });
+
+  targetOptions(
+    webhook
+      .command('deliveries')
+      .description("List a webhook's deliveries, newest first.")
+      .argument('<name>')
+      .option('-p, --project <name>', 'project')
+      .option('-n, --limit <n>', 'most deliveries to show', '50'),
+  ).action(async (name: string, flags: Flags & { limit: string }) => {
+    const limit = Number(flags.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new CliExit(EXIT.USAGE, '--limit: expected an integer from 1 to 1000');
+    }
+    const items = await withWebhooks(
+      flags,
+      io,
+      (c) =>
+        c
+          .call<{ deliveries: DeliveryView[] }>(
+            'GET',
+            path(name, flags, '/deliveries', { page_size: String(limit) }),
+          )
+          .then((r) => r.deliveries),
+      (s) =>
+        s.deliveries(OPEN_PRINCIPAL, flags.project, name, { pageSize: limit }).then((r) => r.items),
+    );
+    print(io, flags, items, deliveryRows(items));
+  });
+}

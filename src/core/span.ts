@@ -1,0 +1,89 @@
+/**
+ * The span model every ingest door produces (OTLP protobuf and JSON, the SDK, pulled traces) and
+ * normalization reads. Close to OTLP, flattened: each span carries its resource and scope.
+ */
+
+/**
+ * An attribute value. OTLP int64 values are numbers when they fit in 2^53, else decimal strings;
+ * bytes stay bytes (dropped by redaction); kvlists become plain objects.
+ */
+export type AttributeValue =
+  | string
+  | number
+  | boolean
+  | Uint8Array
+  | AttributeValue[]
+  | { [key: string]: AttributeValue };
+
+export type Attributes = Record<string, AttributeValue>;
+
+export const SPAN_KINDS = [
+  'unspecified',
+  'internal',
+  'server',
+  'client',
+  'producer',
+  'consumer',
+] as const;
+
+/** OTLP status codes: 0 unset, 1 ok, 2 error. */
+export type StatusCode = 0 | 1 | 2;
+
+export interface SpanEvent {
+  name: string;
+  timeUnixNano: string;
+  attributes: Attributes;
+}
+
+export interface SpanLink {
+  traceId: string;
+  spanId: string;
+  attributes: Attributes;
+}
+
+export interface InstrumentationScope {
+  name: string;
+  version: string;
+}
+
+export interface Span {
+  /** 32 lowercase hex characters, never all zeros. */
+  traceId: string;
+  /** 16 lowercase hex characters, never all zeros. */
+  spanId: string;
+  /** Empty for a root span. */
+  parentSpanId: string;
+  name: string;
+  /** Index into SPAN_KINDS. */
+  kind: number;
+  /** Unix nanoseconds as a decimal string (exact; numbers would lose precision). */
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  attributes: Attributes;
+  events: SpanEvent[];
+  links: SpanLink[];
+  status: { code: StatusCode; message: string };
+  /** Resource attributes, shared by the spans of one resource. */
+  resource: Attributes;
+  scope: InstrumentationScope;
+}
+
+/** Nanosecond string → milliseconds since the epoch (sub-microsecond precision is dropped). */
+export function nanosToMs(nanos: string): number {
+  if (nanos.length <= 6) return Number(nanos) / 1e6;
+  return Number(nanos.slice(0, -6)) + Number(nanos.slice(-6)) / 1e6;
+}
+
+/** Nanosecond string → RFC 3339 with milliseconds. */
+export function nanosToIso(nanos: string): string {
+  return new Date(Math.floor(nanosToMs(nanos))).toISOString();
+}
+
+export const ZERO_TRACE_ID = '0'.repeat(32);
+export const ZERO_SPAN_ID = '0'.repeat(16);
+
+/** The service name of a span (resource `service.name`), '' when absent. */
+export function serviceName(span: Span): string {
+  const v = span.resource['service.name'];
+  return typeof v === 'string' ? v : '';
+}

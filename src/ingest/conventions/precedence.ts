@@ -1,0 +1,431 @@
+import type { Message, Span, StepType, Usage } from '../../core/index.js';
+import { langGraphNode } from './langchain.js';
+import { readMessages } from './messages.js';
+import { requestMessages, responseMessages } from './payloads.js';
+import type {
+  ConventionReader,
+  IoReading,
+  MessagesReading,
+  SpanContext,
+  ToolCallReading,
+  UsageReading,
+} from './reader.js';
+import { labelsFrom } from './reader.js';
+import { inOrder, READERS } from './readers.js';
+import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from './values.js';
+
+/**
+ * Conventions reference §10: when several conventions describe one span, each Step field is
+ * decided separately, first present wins, in the orders below. No value is ever added across
+ * conventions (dual emission is common: `prompt_tokens` next to `input_tokens` is one count).
+ */
+
+/** §10.1 steps 1–6: explicit kind attributes. */
+const TYPE_EXPLICIT = inOrder([
+  'langfuse',
+  'mlflow',
+  'openinference',
+  'gen-ai',
+  'openllmetry',
+  'vercel-ai',
+]);
+/** §10.1 steps 7–8: fingerprints (Logfire templates, Pydantic AI) before attribute presence. */
+const TYPE_IMPLIED = inOrder([
+  'logfire',
+  'gen-ai',
+  'openinference',
+  'vercel-ai',
+  'openllmetry',
+  'gen-ai-legacy',
+  'langfuse',
+]);
+/** §10.2 llm steps: first source with messages (missing halves filled from the next ones). */
+const MESSAGES = inOrder([
+  'gen-ai',
+  'openinference',
+  'openllmetry',
+  'vercel-ai',
+  'logfire',
+  'mlflow',
+  'gen-ai-legacy',
+  'langfuse',
+]);
+/** §10.2 tool steps, field by field. */
+const TOOL = inOrder([
+  'gen-ai',
+  'vercel-ai',
+  'langfuse',
+  'mlflow',
+  'openinference',
+  'openllmetry',
+  'logfire',
+]);
+/** §10.2 agent and generic steps, the Record's own input/output, and the llm fallback. */
+const IO = inOrder([
+  'langfuse',
+  'mlflow',
+  'openinference',
+  'openllmetry',
+  'gen-ai',
+  'vercel-ai',
+  'logfire',
+]);
+/** §10.3 name: tool and agent names (then span name). */
+const NAME = inOrder(['gen-ai', 'openinference', 'vercel-ai', 'openllmetry', 'logfire']);
+/** Other steps keep their span name unless it is a Logfire template (`logfire.msg`). */
+const RENDERED_NAME = inOrder(['logfire']);
+/** §10.3 model: every served model first, then every requested one. */
+const MODEL = inOrder(['gen-ai', 'openinference', 'vercel-ai', 'langfuse', 'mlflow', 'logfire']);
+/** §10.3 token counts, field by field. */
+const USAGE = inOrder([
+  'gen-ai',
+  'openinference',
+  'gen-ai-legacy',
+  'openllmetry',
+  'vercel-ai',
+  'mlflow',
+  'langfuse',
+  'logfire',
+]);
+/** §10.3 cost. */
+const COST = inOrder(['openinference', 'langfuse', 'mlflow', 'logfire', 'gen-ai']);
+/** §10.3 session and user. */
+const SESSION = inOrder([
+  'gen-ai',
+  'openinference',
+  'langfuse',
+  'mlflow',
+  'openllmetry',
+  'vercel-ai',
+]);
+const USER = inOrder(['openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']);
+
+const HANDOFF_NAMES = [/^handoff to (.+)$/i, /^(.+?) → (.+)\.handoff$/, /^Handoff: (.+?) → (.+)$/];
+
+/** The Step fields of a span that cost parsing (messages, payloads), read only for steps. */
+export interface SpanContent {
+  /** Step name (tool name, agent name, rendered name, else span name). */
+  name: string;
+  model?: string;
+  input?: unknown;
+  output?: unknown;
+  tool?: ToolCallReading;
+  usage?: Usage;
+  /** '' when the span succeeded. */
+  error: string;
+}
+
+/** What one span says, every field decided. */
+export interface SpanReading {
+  span: Span;
+  type: StepType;
+  /** An evaluation inside the trace (OpenInference EVALUATOR, …). */
+  evaluator: boolean;
+  /** Readers that recognised the span. */
+  conventions: string[];
+  /** The span itself failed (status ERROR, or an exception event on a span not marked OK). */
+  failed: boolean;
+  session?: string;
+  user?: string;
+  labels: Record<string, string>;
+  traceIo?: IoReading;
+  /** Content fields, parsed on first use (most spans of a framework trace are never steps). */
+  content(): SpanContent;
+}
+
+function first<T>(
+  readers: readonly ConventionReader[],
+  read: (r: ConventionReader) => T | undefined,
+): T | undefined {
+  for (const r of readers) {
+    const v = read(r);
+    if (v !== undefined) return v;
+  }
+  return undefined;
+}
+
+/** Runs a reader method; a reader that throws on garbage is treated as silent. */
+function safe<T>(fn: () => T | undefined): T | undefined {
+  try {
+    return fn();
+  } catch {
+    return undefined;
+  }
+}
+
+function handoffNames(span: Span): { from?: string; to?: string } | undefined {
+  const names = [span.name, attrString(span, 'logfire.msg')].filter((n): n is string => !!n);
+  for (const name of names) {
+    for (const re of HANDOFF_NAMES) {
+      const m = re.exec(name);
+      if (!m) continue;
+      return m.length === 2 ? { to: m[1] } : { from: m[1], to: m[2] };
+    }
+  }
+  return undefined;
+}
+
+function stepType(span: Span, ctx: SpanContext): { type: StepType; evaluator: boolean } {
+  let reading = first(TYPE_EXPLICIT, (r) => safe(() => r.stepType?.(span, ctx)));
+  if (!reading) {
+    const implied = first(TYPE_IMPLIED, (r) => safe(() => r.impliedType?.(span)));
+    reading = { type: implied ?? 'generic' };
+  }
+  let type = reading.type;
+  // Overrides (§10.1): handoff names beat TOOL (OpenInference writes handoffs as tools) …
+  if ((type === 'tool' || type === 'generic') && handoffNames(span)) type = 'handoff';
+  // … a LangGraph node named like an agent is a container (§8.1, §8.4) …
+  if (type === 'agent' && langGraphNode(span) === span.name) type = 'generic';
+  // … and a nested OpenLLMetry workflow is a chain even with `invoke_agent` on it (§5.4).
+  if (
+    type === 'agent' &&
+    !ctx.isRoot &&
+    attrString(span, 'traceloop.span.kind') === 'workflow' &&
+    !/agent/i.test(span.name)
+  ) {
+    type = 'generic';
+  }
+  return { type, evaluator: reading.evaluator === true };
+}
+
+function exceptionText(span: Span): string | undefined {
+  for (const e of span.events) {
+    if (e.name !== 'exception') continue;
+    const type = asString(e.attributes['exception.type']);
+    const message = asString(e.attributes['exception.message']);
+    if (type && message) return `${type}: ${message}`;
+    if (type || message) return type ?? message;
+  }
+  return undefined;
+}
+
+/**
+ * Python tracers (OpenInference's LangChain instrumentor) append the traceback to the status
+ * message; the step error keeps the message, the traceback stays in the exception event.
+ */
+function withoutTraceback(message: string | undefined): string | undefined {
+  if (message === undefined) return undefined;
+  const at = message.indexOf('Traceback (most recent call last):');
+  return at < 0 ? message : asString(message.slice(0, at).trim());
+}
+
+/** Status ERROR → its message, else the exception event; an exception alone counts unless OK. */
+function spanError(span: Span): string {
+  const code = span.status?.code;
+  if (code === 2) {
+    return (
+      withoutTraceback(asString(span.status.message)) ??
+      exceptionText(span) ??
+      attrString(span, 'error.type') ??
+      'error'
+    );
+  }
+  if (code !== 1) return exceptionText(span) ?? '';
+  return '';
+}
+
+/**
+ * The text view of an agent's (or the Record's) input or output (§10.2): single-key wrappers
+ * are unwrapped (`{"question": …}`, `{"messages": […]}`, §0.3 b), and a chat transcript reads as
+ * its last user text (input) or final assistant text (output). A transcript without such a text
+ * stays a message list; the full transcript is in the trajectory anyway.
+ */
+export function textView(value: unknown, side: 'input' | 'output'): unknown {
+  const unwrapped = unwrapSingleKey(value);
+  if (typeof unwrapped !== 'object' || unwrapped === null) return unwrapped;
+  const messages = readMessages(unwrapped);
+  if (!messages) return unwrapped;
+  const role = side === 'input' ? 'user' : 'assistant';
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as Message;
+    if (m.role !== role) continue;
+    if (typeof m.content === 'string' && m.content !== '') return m.content;
+    // An assistant turn that only calls tools is not the answer; keep looking back for input only.
+    if (side === 'output') break;
+  }
+  return messages;
+}
+
+function messages(span: Span): MessagesReading {
+  let input: Message[] | undefined;
+  let output: Message[] | undefined;
+  for (const r of MESSAGES) {
+    const m = safe(() => r.messages?.(span));
+    if (!m) continue;
+    if (!input && m.input && m.input.length > 0) input = m.input;
+    if (!output && m.output && m.output.length > 0) output = m.output;
+    if (input && output) break;
+  }
+  return { input, output };
+}
+
+function io(span: Span, type: StepType): IoReading {
+  const out: IoReading = {};
+  for (const r of IO) {
+    const v = safe(() => r.io?.(span, type));
+    if (!v) continue;
+    if (out.input === undefined && v.input !== undefined) out.input = v.input;
+    if (out.output === undefined && v.output !== undefined) out.output = v.output;
+    if (out.input !== undefined && out.output !== undefined) break;
+  }
+  return out;
+}
+
+/**
+ * The tool's parameter schema mistaken for its arguments: OpenInference's GenAI mirroring copies
+ * `tool.parameters` into `gen_ai.tool.call.arguments` (seen in openinference-instrumentation-openai
+ * 0.1.66). Arguments equal to the declared schema are not arguments.
+ */
+function isDeclaredSchema(span: Span, args: string): boolean {
+  const schema = span.attributes['tool.parameters'];
+  if (typeof schema !== 'string') return false;
+  const a = tryParse(args.trim());
+  const b = tryParse(schema.trim());
+  return a.ok && b.ok && canonicalJson(a.value) === canonicalJson(b.value);
+}
+
+function toolCall(span: Span): ToolCallReading {
+  const out: ToolCallReading = {};
+  for (const r of TOOL) {
+    const t = safe(() => r.toolCall?.(span));
+    if (!t) continue;
+    out.name ??= t.name;
+    out.id ??= t.id;
+    if (
+      out.arguments === undefined &&
+      t.arguments !== undefined &&
+      !isDeclaredSchema(span, t.arguments)
+    ) {
+      out.arguments = t.arguments;
+    }
+    if (!out.resultPresent && t.resultPresent) {
+      out.result = t.result;
+      out.resultPresent = true;
+      if (t.error) out.error = t.error;
+    }
+  }
+  return out;
+}
+
+function usage(span: Span): Usage | undefined {
+  const readings: UsageReading[] = [];
+  for (const r of USAGE) {
+    const u = safe(() => r.usage?.(span));
+    if (u) readings.push(u);
+  }
+  const pick = (key: keyof UsageReading) => readings.find((u) => u[key] !== undefined)?.[key];
+  const out: Usage = {};
+  const input = pick('inputTokens');
+  const output = pick('outputTokens');
+  const total = pick('totalTokens');
+  if (input !== undefined) out.inputTokens = input;
+  if (output !== undefined) out.outputTokens = output;
+  if (total !== undefined) out.totalTokens = total;
+  else if (input !== undefined && output !== undefined && Number.isFinite(input + output)) {
+    out.totalTokens = input + output;
+  }
+  const cost = first(COST, (r) => safe(() => r.usage?.(span))?.costUsd);
+  if (cost !== undefined) out.costUsd = cost;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function model(span: Span): string | undefined {
+  const readings = MODEL.map((r) => safe(() => r.model?.(span)));
+  return (
+    readings.find((m) => m?.response !== undefined)?.response ??
+    readings.find((m) => m?.request !== undefined)?.request
+  );
+}
+
+const LABEL_MARK = 'touchstone.label.';
+
+function labels(span: Span): Record<string, string> {
+  // Most spans carry no label at all: look for the prefix once before asking every reader.
+  let mentioned = false;
+  for (const k in span.attributes) {
+    const v = span.attributes[k];
+    if (k.includes(LABEL_MARK) || (typeof v === 'string' && v.includes(LABEL_MARK))) {
+      mentioned = true;
+      break;
+    }
+  }
+  if (!mentioned) return {};
+  const out: Record<string, string> = {};
+  // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
+  for (const r of READERS)
+    Object.assign(
+      out,
+      safe(() => r.labels?.(span)),
+    );
+  Object.assign(out, labelsFrom(Object.entries(span.attributes)));
+  return out;
+}
+
+function readContent(span: Span, type: StepType): SpanContent {
+  const content: SpanContent = { name: span.name, error: '' };
+  const named =
+    type === 'tool' || type === 'agent' || type === 'guardrail'
+      ? first(NAME, (r) => safe(() => r.stepName?.(span, type)))
+      : first(RENDERED_NAME, (r) => safe(() => r.stepName?.(span, type)));
+  if (named) content.name = named;
+
+  if (type === 'llm' || type === 'embedding') content.model = model(span);
+
+  if (type === 'llm') {
+    const m = messages(span);
+    content.input = m.input;
+    content.output = m.output;
+    if (!m.input || !m.output) {
+      // Opaque values (OpenInference `input.value` is often the raw provider request): read as
+      // a request/response when they are one, else keep them only when no messages exist at all.
+      const v = io(span, type);
+      const none = !m.input && !m.output;
+      content.input ??= requestMessages(v.input) ?? (none ? v.input : undefined);
+      content.output ??= responseMessages(v.output) ?? (none ? v.output : undefined);
+    }
+  } else if (type === 'tool') {
+    content.tool = toolCall(span);
+    if (content.tool.name && !named) content.name = content.tool.name;
+  } else {
+    const v = io(span, type);
+    const agentLike = type === 'agent' || type === 'generic';
+    content.input = agentLike ? textView(v.input, 'input') : v.input;
+    content.output = agentLike ? textView(v.output, 'output') : v.output;
+    if (type === 'handoff') {
+      const names = handoffNames(span);
+      content.input ??= names?.from;
+      content.output ??= names?.to;
+    }
+  }
+
+  content.usage = usage(span);
+  content.error =
+    spanError(span) ||
+    content.tool?.error ||
+    first(READERS, (r) => safe(() => r.error?.(span))) ||
+    '';
+  return content;
+}
+
+/** Reads one span: every Step field by the precedence of §10. Never throws. */
+export function readSpan(span: Span, ctx: SpanContext): SpanReading {
+  const { type, evaluator } = stepType(span, ctx);
+  let content: SpanContent | undefined;
+  const reading: SpanReading = {
+    span,
+    type,
+    evaluator,
+    conventions: READERS.filter((r) => safe(() => r.detect(span))).map((r) => r.name),
+    failed: spanError(span) !== '',
+    labels: labels(span),
+    content: () => {
+      content ??= readContent(span, type);
+      return content;
+    },
+  };
+  reading.session = first(SESSION, (r) => safe(() => r.session?.(span)));
+  reading.user = first(USER, (r) => safe(() => r.user?.(span)));
+  const traceIo = first(READERS, (r) => safe(() => r.traceIo?.(span)));
+  if (traceIo) reading.traceIo = traceIo;
+  return reading;
+}

@@ -1,0 +1,407 @@
+import type { Message, Span, Step, StepType, ToolCall, Usage } from '../../core/index.js';
+import { readSpan, type SpanReading } from './precedence.js';
+import {
+  canonicalJson,
+  isoOf,
+  jsonSafeAttributes,
+  nanos,
+  rawArguments,
+  tryParse,
+} from './values.js';
+
+/**
+ * Conventions reference §11, the rules across spans: the span tree, the Record root, which spans
+ * are steps (containers are not), one step per model call and per tool call when several
+ * instrumentations describe it, trajectory order, and tool ↔ call linking.
+ */
+
+export interface SpanNode {
+  span: Span;
+  parent?: SpanNode;
+  children: SpanNode[];
+  depth: number;
+  start: bigint;
+  end: bigint;
+  reading: SpanReading;
+}
+
+/** A step before it is written out; `node` is the span the step stands for. */
+export interface StepDraft {
+  node: SpanNode;
+  type: StepType;
+  name: string;
+  model?: string;
+  input?: unknown;
+  output?: unknown;
+  usage?: Usage;
+  error: string;
+  /** Tool steps: call id (linking only; the Step has no field for it). */
+  toolCallId?: string;
+  toolName?: string;
+  toolArguments?: string;
+  toolResult?: unknown;
+  toolResultPresent?: boolean;
+}
+
+export interface TraceTree {
+  nodes: SpanNode[];
+  root?: SpanNode;
+  steps: StepDraft[];
+}
+
+/** Nodes with a parent link (a parent not in the trace is a temporary root), cycles cut. */
+function buildTree(spans: readonly Span[]): SpanNode[] {
+  const byId = new Map<string, Span>();
+  for (const span of spans) {
+    const seen = byId.get(span.spanId);
+    // A span sent twice (client retry, or once open and once ended): keep the ended/later one.
+    if (!seen || (nanos(span.endTimeUnixNano) ?? 0n) >= (nanos(seen.endTimeUnixNano) ?? 0n)) {
+      byId.set(span.spanId, span);
+    }
+  }
+  const nodes = new Map<string, SpanNode>();
+  for (const span of byId.values()) {
+    const start = nanos(span.startTimeUnixNano) ?? 0n;
+    const end = nanos(span.endTimeUnixNano) ?? 0n;
+    nodes.set(span.spanId, {
+      span,
+      children: [],
+      depth: 0,
+      start,
+      end: end >= start ? end : start,
+      reading: undefined as unknown as SpanReading,
+    });
+  }
+  for (const node of nodes.values()) {
+    const pid = node.span.parentSpanId;
+    const parent = pid && pid !== node.span.spanId ? nodes.get(pid) : undefined;
+    if (!parent) continue;
+    // Refuse a link that would close a cycle (garbage ids must not hang the walk).
+    let up: SpanNode | undefined = parent;
+    let cycle = false;
+    for (let i = 0; up && i <= nodes.size; i++, up = up.parent) {
+      if (up === node) {
+        cycle = true;
+        break;
+      }
+    }
+    if (cycle) continue;
+    node.parent = parent;
+    parent.children.push(node);
+  }
+  const list = [...nodes.values()];
+  for (const node of list) {
+    let d = 0;
+    for (let up = node.parent; up; up = up.parent) d++;
+    node.depth = d;
+  }
+  return list;
+}
+
+function descendants(node: SpanNode): SpanNode[] {
+  const out: SpanNode[] = [];
+  const stack = [...node.children];
+  while (stack.length > 0) {
+    const n = stack.pop() as SpanNode;
+    out.push(n);
+    stack.push(...n.children);
+  }
+  return out;
+}
+
+/** The Record root: a parentless span, agents first, then the earliest (§11.1). */
+function pickRoot(nodes: readonly SpanNode[]): SpanNode | undefined {
+  const roots = nodes.filter((n) => n.span.parentSpanId === '');
+  roots.sort(
+    (a, b) =>
+      Number(b.reading.type === 'agent') - Number(a.reading.type === 'agent') ||
+      compareBig(a.start, b.start) ||
+      a.span.spanId.localeCompare(b.span.spanId),
+  );
+  return roots[0];
+}
+
+function compareBig(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function draft(node: SpanNode, type: StepType): StepDraft {
+  const c = node.reading.content();
+  const d: StepDraft = { node, type, name: c.name, error: c.error };
+  if (c.model) d.model = c.model;
+  if (c.usage) d.usage = { ...c.usage };
+  if (type === 'tool') {
+    const t = c.tool ?? {};
+    d.toolName = t.name;
+    d.toolCallId = t.id;
+    d.toolArguments = t.arguments;
+    d.toolResult = t.result;
+    d.toolResultPresent = t.resultPresent === true;
+  } else {
+    if (c.input !== undefined) d.input = c.input;
+    if (c.output !== undefined) d.output = c.output;
+  }
+  return d;
+}
+
+const LEAF_TYPES = new Set<StepType>(['llm', 'tool', 'retrieval', 'embedding', 'guardrail']);
+
+/**
+ * Which spans are steps (§8.4, §11.2): every span of a kind other than generic; the root when it
+ * is a generic span of some convention (a LangGraph or chain root is the agent run); evaluator
+ * spans as generic steps without their children. Other generic spans (graph nodes, edges,
+ * sequences, tasks, HTTP and database client spans) are containers and never steps, unless they
+ * failed and no step shows that failure.
+ */
+function selectSteps(nodes: readonly SpanNode[], root: SpanNode | undefined): StepDraft[] {
+  const excluded = new Set<SpanNode>();
+  for (const n of nodes) {
+    if (n.reading.evaluator) for (const d of descendants(n)) excluded.add(d);
+  }
+  const steps = new Map<SpanNode, StepDraft>();
+  for (const n of nodes) {
+    if (excluded.has(n)) continue;
+    const r = n.reading;
+    if (r.evaluator) steps.set(n, draft(n, 'generic'));
+    else if (r.type !== 'generic') steps.set(n, draft(n, r.type));
+    else if (n === root && r.conventions.length > 0) steps.set(n, draft(n, 'agent'));
+  }
+  collapseModelCalls(steps);
+  collapseToolCalls(steps);
+  for (const n of nodes) {
+    // Only plain spans: a model or tool span folded into another step lent it its error already.
+    if (excluded.has(n) || steps.has(n) || !n.reading.failed || n.reading.type !== 'generic') {
+      continue;
+    }
+    let insideLeaf = false;
+    for (let up = n.parent; up && !insideLeaf; up = up.parent) {
+      const s = steps.get(up);
+      if (s && LEAF_TYPES.has(s.type)) insideLeaf = true;
+    }
+    if (insideLeaf) continue;
+    const shown = descendants(n).some((d) => (steps.get(d)?.error ?? '') !== '');
+    if (!shown) steps.set(n, draft(n, 'generic'));
+  }
+  return [...steps.values()];
+}
+
+/** The steps of a given type above a node, nearest first (one walk up the tree). */
+function ancestorsOfType(
+  node: SpanNode,
+  steps: Map<SpanNode, StepDraft>,
+  type: StepType,
+): StepDraft[] {
+  const out: StepDraft[] = [];
+  for (let up = node.parent; up; up = up.parent) {
+    const s = steps.get(up);
+    if (s?.type === type) out.push(s);
+  }
+  return out;
+}
+
+/** §11.3: an llm step wrapping llm steps is the same call seen twice; keep the innermost. */
+function collapseModelCalls(steps: Map<SpanNode, StepDraft>): void {
+  const llm = [...steps.values()].filter((s) => s.type === 'llm');
+  const above = new Map(llm.map((s) => [s, ancestorsOfType(s.node, steps, 'llm')]));
+  const outers = new Set([...above.values()].flat());
+  // For each wrapper: how many innermost calls it holds, and which.
+  const leaves = new Map<StepDraft, StepDraft[]>();
+  for (const s of llm) {
+    if (outers.has(s)) continue;
+    for (const a of above.get(s) ?? []) leaves.set(a, [...(leaves.get(a) ?? []), s]);
+  }
+  // Nearest wrappers first, so the closest outer span fills the inner step's gaps first.
+  const ordered = [...outers].sort((a, b) => b.node.depth - a.node.depth);
+  for (const outer of ordered) {
+    steps.delete(outer.node);
+    const inner = leaves.get(outer) ?? [];
+    if (inner.length !== 1) continue;
+    const keep = inner[0] as StepDraft;
+    keep.input ??= outer.input;
+    keep.output ??= outer.output;
+    keep.model ??= outer.model;
+    if (outer.usage) keep.usage = { ...outer.usage, ...keep.usage };
+    if (!keep.error) keep.error = outer.error;
+  }
+}
+
+/** §11.4: nested tool spans with the same name or call id are one call; keep the outer. */
+function collapseToolCalls(steps: Map<SpanNode, StepDraft>): void {
+  const tools = [...steps.values()].filter((s) => s.type === 'tool');
+  // Deepest first: each merges into its nearest matching tool ancestor, which merges upward later.
+  tools.sort((a, b) => b.node.depth - a.node.depth);
+  for (const inner of tools) {
+    const outer = ancestorsOfType(inner.node, steps, 'tool').find(
+      (a) =>
+        (!!a.toolCallId && a.toolCallId === inner.toolCallId) ||
+        (!!a.toolName && a.toolName === inner.toolName),
+    );
+    if (!outer) continue;
+    steps.delete(inner.node);
+    outer.toolName ??= inner.toolName;
+    outer.toolCallId ??= inner.toolCallId;
+    outer.toolArguments ??= inner.toolArguments;
+    if (!outer.toolResultPresent && inner.toolResultPresent) {
+      outer.toolResult = inner.toolResult;
+      outer.toolResultPresent = true;
+    }
+    if (!outer.error) outer.error = inner.error;
+  }
+}
+
+/** §11.5 (with ancestors before descendants on equal starts): start, depth, end, span id. */
+function order(steps: StepDraft[]): StepDraft[] {
+  return steps.sort(
+    (a, b) =>
+      compareBig(a.node.start, b.node.start) ||
+      a.node.depth - b.node.depth ||
+      compareBig(a.node.end, b.node.end) ||
+      a.node.span.spanId.localeCompare(b.node.span.spanId),
+  );
+}
+
+function jsonEqual(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function parsedArgs(text: string | undefined): { ok: boolean; value?: unknown } {
+  if (text === undefined) return { ok: false };
+  const parsed = tryParse(text.trim());
+  return parsed.ok ? { ok: true, value: parsed.value } : { ok: false };
+}
+
+/**
+ * §11.7 and §10.2 tool fallback: link each tool step to a tool call of the nearest preceding llm
+ * step (by id, else by name in order, else by equal arguments for unnamed tools), then fill what
+ * the tool span lacks: id, name (MLflow's GenAI export drops it), arguments, and the result from
+ * the matching tool message of a later llm step. Tool-span arguments that are not a JSON object
+ * or list (LangChain's coerced input: a bare value or a Python repr) give way to the model's.
+ */
+function linkTools(steps: StepDraft[]): void {
+  const used = new Set<ToolCall>();
+  for (let i = 0; i < steps.length; i++) {
+    const tool = steps[i] as StepDraft;
+    if (tool.type !== 'tool') continue;
+    let call: ToolCall | undefined;
+    for (let j = i - 1; j >= 0 && !call; j--) {
+      const llm = steps[j] as StepDraft;
+      if (llm.type !== 'llm') continue;
+      const calls = toolCallsOf(llm.output).filter((c) => !used.has(c));
+      if (calls.length === 0) continue;
+      call = matchCall(tool, calls);
+      // Only the nearest llm step with tool calls answers for calls without an id.
+      if (!call && !tool.toolCallId) break;
+    }
+    if (call) {
+      used.add(call);
+      tool.toolCallId ??= call.id;
+      tool.toolName ??= call.name;
+      tool.toolArguments = repairedArguments(tool.toolArguments, call.arguments);
+    }
+    if (!tool.toolResultPresent && tool.toolCallId) {
+      const result = resultFromLaterCall(steps, i, tool.toolCallId);
+      if (result.found) {
+        tool.toolResult = result.value;
+        tool.toolResultPresent = true;
+      }
+    }
+  }
+}
+
+function toolCallsOf(output: unknown): ToolCall[] {
+  if (!Array.isArray(output)) return [];
+  return (output as Message[]).flatMap((m) => (m && Array.isArray(m.toolCalls) ? m.toolCalls : []));
+}
+
+function matchCall(tool: StepDraft, calls: ToolCall[]): ToolCall | undefined {
+  if (tool.toolCallId) return calls.find((c) => c.id === tool.toolCallId);
+  if (tool.toolName) return calls.find((c) => c.name === tool.toolName);
+  const args = parsedArgs(tool.toolArguments);
+  if (!args.ok) return undefined;
+  return calls.find((c) => {
+    const other = parsedArgs(c.arguments);
+    return other.ok && jsonEqual(other.value, args.value);
+  });
+}
+
+function repairedArguments(own: string | undefined, model: string): string | undefined {
+  if (own === undefined) return model || undefined;
+  const parsed = parsedArgs(own);
+  if (parsed.ok && typeof parsed.value === 'object' && parsed.value !== null) return own;
+  if (!model) return own;
+  // Not an argument object: LangChain's coerced tool input (`Paris` for a one-argument tool, or
+  // the Python repr `{'city': 'Paris'}`). The model's own arguments are the call's raw arguments.
+  return model;
+}
+
+function resultFromLaterCall(
+  steps: StepDraft[],
+  from: number,
+  id: string,
+): { found: boolean; value?: unknown } {
+  for (let j = from + 1; j < steps.length; j++) {
+    const s = steps[j] as StepDraft;
+    if (s.type !== 'llm' || !Array.isArray(s.input)) continue;
+    const m = (s.input as Message[]).find((x) => x?.role === 'tool' && x.toolCallId === id);
+    if (m) return { found: true, value: m.content };
+  }
+  return { found: false };
+}
+
+/** The nearest ancestor that is a step; a parent outside the trace is kept as it is. */
+function stepParent(node: SpanNode, stepNodes: Set<SpanNode>): string | undefined {
+  let n = node;
+  while (n.parent) {
+    if (stepNodes.has(n.parent)) return n.parent.span.spanId;
+    n = n.parent;
+  }
+  return n.span.parentSpanId || undefined;
+}
+
+/** The final Step objects, RecordSchema-valid. */
+export function toSteps(drafts: StepDraft[]): Step[] {
+  const stepNodes = new Set(drafts.map((d) => d.node));
+  return drafts.map((d) => {
+    const span = d.node.span;
+    const step: Step = { type: d.type, name: d.name, error: d.error };
+    if (d.type === 'tool') {
+      if (d.toolName) step.name = d.toolName;
+      const args = rawArguments(d.toolArguments);
+      if (args !== undefined) step.input = args;
+      if (d.toolResultPresent) step.output = d.toolResult ?? null;
+    } else {
+      if (d.input !== undefined) step.input = d.input;
+      if (d.output !== undefined) step.output = d.output;
+    }
+    if (d.model) step.model = d.model;
+    const start = isoOf(span.startTimeUnixNano);
+    const end = isoOf(span.endTimeUnixNano);
+    if (start) step.start = start;
+    if (end) step.end = end;
+    if (d.usage && Object.keys(d.usage).length > 0) step.usage = d.usage;
+    step.spanId = span.spanId;
+    const parent = stepParent(d.node, stepNodes);
+    if (parent) step.parentSpanId = parent;
+    step.attributes = jsonSafeAttributes(span.attributes);
+    return step;
+  });
+}
+
+/** Tree, root, and ordered step drafts of one trace's spans. */
+export function buildTrace(spans: readonly Span[]): TraceTree {
+  const nodes = buildTree(spans);
+  for (const node of nodes) {
+    let all: Span[] | undefined;
+    node.reading = readSpan(node.span, {
+      isRoot: node.span.parentSpanId === '',
+      descendants: () => {
+        all ??= descendants(node).map((d) => d.span);
+        return all;
+      },
+    });
+  }
+  const root = pickRoot(nodes);
+  const steps = order(selectSteps(nodes, root));
+  linkTools(steps);
+  return { nodes, root, steps };
+}

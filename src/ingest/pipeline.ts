@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import type { Clock, EvalRecord, NormalizedTrace, Span } from '../core/index.js';
+import type { CompletionRules, PendingTrace, SpanBatch, Store } from '../store/index.js';
+import type { DecodedSpans } from './types.js';
+
+/**
+ * The ingest pipeline: decoded spans → redaction → durable write (spans + open trace rows, one
+ * transaction per request) → acknowledged. Completion happens later, from database state, in the
+ * TraceCompleter, so a restart loses nothing and re-finds open traces.
+ */
+
+/** What the pipeline needs of redaction (src/redaction's Redactor fits it). */
+export interface SpanRedactor {
+  redactSpans(spans: Span[]): Span[];
+  redactLabels(labels: Record<string, string>): Record<string, string>;
+}
+
+/** Counters the pipeline reports (the HTTP edge turns them into Prometheus metrics). */
+export interface IngestObserver {
+  onReceived(spans: number, traces: number): void;
+  onRejected(reason: string, spans: number): void;
+  onStored(spans: number, seconds: number): void;
+  onCompleted(traces: number): void;
+}
+
+export interface IngestTarget {
+  project: string;
+  /** Labels from the ingest door (API key labels; a source's labels). */
+  labels: Record<string, string>;
+  /** Source name for pulled traces, '' for pushed ones. */
+  source: string;
+}
+
+export interface IngestResult {
+  accepted: number;
+  rejected: number;
+  rejectReasons: string[];
+}
+
+export interface IngestDeps {
+  store: Store;
+  redactor: SpanRedactor;
+  clock: Clock;
+  observer?: IngestObserver;
+}
+
+export class IngestService {
+  constructor(private readonly deps: IngestDeps) {}
+
+  /** Redacts and stores decoded spans; resolves only once they are durably written. */
+  async ingest(target: IngestTarget, decoded: DecodedSpans): Promise<IngestResult> {
+    const { observer } = this.deps;
+    if (decoded.rejected > 0) observer?.onRejected('invalid_span', decoded.rejected);
+    const base = {
+      accepted: decoded.spans.length,
+      rejected: decoded.rejected,
+      rejectReasons: decoded.rejectReasons,
+    };
+    if (decoded.spans.length === 0) return base;
+
+    const spans = this.deps.redactor.redactSpans(decoded.spans);
+    const labels = this.deps.redactor.redactLabels(target.labels);
+    const byTrace = new Map<string, Span[]>();
+    for (const span of spans) {
+      const list = byTrace.get(span.traceId);
+      if (list === undefined) byTrace.set(span.traceId, [span]);
+      else list.push(span);
+    }
+    observer?.onReceived(spans.length, byTrace.size);
+    const batches: SpanBatch[] = [...byTrace].map(([traceId, list]) => ({
+      project: target.project,
+      traceId,
+      spans: list,
+      labels,
+      source: target.source,
+    }));
+    const started = performance.now();
+    await this.deps.store.withTransaction((tx) =>
+      tx.traces.appendSpans(batches, this.deps.clock.now()),
+    );
+    observer?.onStored(spans.length, (performance.now() - started) / 1000);
+    return base;
+  }
+}
+
+/** sha256 of the record: equal records, equal digests (late duplicate spans change nothing). */
+export function recordDigest(record: EvalRecord): string {
+  return createHash('sha256').update(JSON.stringify(record)).digest('hex');
+}
+
+/** Turns a completed trace's spans into its Record and summary (src/ingest/conventions). */
+export type TraceNormalizer = (spans: Span[], pending: PendingTrace) => NormalizedTrace;
+
+export interface CompleterDeps {
+  store: Store;
+  clock: Clock;
+  rules: CompletionRules;
+  normalize: TraceNormalizer;
+  observer?: IngestObserver;
+  /** Called once per completed trace whose content changed (the online engine's hook). */
+  onTraceCompleted?: (
+    trace: PendingTrace,
+    normalized: NormalizedTrace,
+    digest: string,
+  ) => Promise<void> | void;
+  logger?: { warn(obj: object, msg: string): void };
+  /** Poll interval; default 250 ms. */
+  intervalMs?: number;
+  batchSize?: number;
+}
+
+/**
+ * Finishes open traces when a completion rule fires (root ended + grace, idle, max age). Runs on
+ * every replica: completion is a conditional update, so two completers never both apply stale data.
+ */
+export class TraceCompleter {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: CompleterDeps) {}
+
+  start(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    const interval = this.deps.intervalMs ?? 250;
+    this.timer = setInterval(() => {
+      if (this.running === undefined) {
+        this.running = this.tick()
+          .then(() => undefined)
+          .catch((err: unknown) =>
+            this.deps.logger?.warn({ err }, 'trace completion failed; retrying'),
+          )
+          .finally(() => {
+            this.running = undefined;
+          });
+      }
+    }, interval);
+    this.timer.unref();
+  }
+
+  /** Stops the loop and waits for a pass in progress. Safe twice and before start. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /**
+   * Completes every trace that is due now; returns how many were completed. Works in batches: one
+   * read for the spans of a batch, one transaction for its completions, and a yield to the event
+   * loop between batches so ingest requests are not starved.
+   */
+  async tick(): Promise<number> {
+    const { store, clock, rules } = this.deps;
+    const size = this.deps.batchSize ?? 200;
+    let total = 0;
+    for (;;) {
+      const due = await store.traces.dueForCompletion(clock.now(), rules, size);
+      if (due.length === 0 || this.stopped) return total;
+      const spans = await store.traces.spansOf(due);
+      const done = due.map((pending, i) => {
+        const normalized = this.deps.normalize(spans[i] ?? [], pending);
+        return { pending, normalized, digest: recordDigest(normalized.record) };
+      });
+      const results = await store.withTransaction(async (tx) => {
+        const out = [];
+        for (const d of done) out.push(await tx.traces.complete(d.pending, d.normalized, d.digest, clock.now()));
+        return out;
+      });
+      let progressed = 0;
+      for (const [i, result] of results.entries()) {
+        if (!result.completed) continue;
+        progressed++;
+        const d = done[i];
+        if (result.changed && d !== undefined) await this.deps.onTraceCompleted?.(d.pending, d.normalized, d.digest);
+      }
+      total += progressed;
+      this.deps.observer?.onCompleted(progressed);
+      if (due.length < size || progressed === 0) return total;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { authorize, coversTrace, type Principal } from '../auth/index.js';
+import type { EvalRecord } from '../core/index.js';
+import type { Page, PageRequest, Store, StoredTrace, TraceFilter } from '../store/index.js';
+import { IngestErrors } from './error-codes.js';
+
+/** Reading traces: permission, project and the key's grant (services, labels) applied. */
+export class TraceQueries {
+  constructor(private readonly store: Store) {}
+
+  async list(
+    principal: Principal,
+    filter: Omit<TraceFilter, 'services'>,
+    page: PageRequest,
+  ): Promise<Page<StoredTrace>> {
+    const project = authorize(principal, 'traces.read', filter.project);
+    const scope = principal.scope;
+    const labels = { ...(filter.labels ?? {}) };
+    for (const [k, v] of Object.entries(scope?.labels ?? {})) {
+      // A filter that contradicts the grant matches nothing the caller may see.
+      if (labels[k] !== undefined && labels[k] !== v) return { items: [] };
+      labels[k] = v;
+    }
+    return this.store.traces.list(
+      {
+        ...filter,
+        project,
+        labels,
+        ...(scope?.services === undefined ? {} : { services: scope.services }),
+      },
+      page,
+    );
+  }
+
+  /** A trace the caller may see, else TRACE_NOT_FOUND (never "forbidden": existence is not leaked). */
+  async get(
+    principal: Principal,
+    project: string | undefined,
+    traceId: string,
+  ): Promise<{ trace: StoredTrace; record: EvalRecord }> {
+    const target = authorize(principal, 'traces.read', project);
+    const found = await this.store.traces.get(target, traceId.toLowerCase());
+    if (found === undefined || !coversTrace(principal, found.trace)) {
+      throw IngestErrors.TRACE_NOT_FOUND(`no trace ${traceId} in project "${target}"`);
+    }
+    return found;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * Key rules: which attribute, label and JSON keys have their whole value replaced.
+ *
+ * A key is tested case-insensitively twice, as a whole (`http.request.header.authorization`) and
+ * by its final dot-separated segment (`authorization`). Besides the spec's spelling, the final
+ * segment is also tested in "word" form, where camelCase and dashes become underscores
+ * (`accessToken`, `x-api-key` → `access_token`, `x_api_key`), because JSON metadata and HTTP
+ * header attributes spell the same secrets that way. Token counts never match: every default
+ * suffix ends in a singular word (`_token`), and `input_tokens`, `max_tokens`, `token_count`,
+ * `tokenizer` end otherwise.
+ */
+
+/** Names whose value is always replaced (matched against the whole key and its final segment). */
+export const DEFAULT_KEY_NAMES: readonly string[] = [
+  'password',
+  'passwd',
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'token',
+  'secret',
+  'api_key',
+  'api-key',
+  'apikey',
+  'private_key',
+];
+
+/** Endings whose value is always replaced. */
+export const DEFAULT_KEY_SUFFIXES: readonly string[] = [
+  '_token',
+  '_secret',
+  '_password',
+  '_api_key',
+];
+
+/** A key's class: an ordinary key, a secret (value replaced) or a trace/span id (value kept). */
+export const KEY_PLAIN = 0;
+export const KEY_SECRET = 1;
+export const KEY_ID = 2;
+export type KeyClass = typeof KEY_PLAIN | typeof KEY_SECRET | typeof KEY_ID;
+
+/** Word forms of the id keys a Record and span-shaped JSON carry (`traceId`, `parent_span_id`). */
+const ID_KEYS = new Set(['trace_id', 'span_id', 'parent_span_id']);
+
+/** Most distinct keys kept in the decision cache; it is cleared when full (keys are untrusted). */
+const CACHE_MAX = 4096;
+/** Longer keys are classified without caching. */
+const CACHE_KEY_MAX = 256;
+
+/** Why a glob is refused: said without quoting the glob. */
+export function globProblem(glob: string): string | undefined {
+  if (glob.trim() === '') return 'is empty';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return 'contains a control character';
+    // Character classes, braces and escapes are not supported: refuse them rather than silently
+    // treating them as literal characters the user did not mean.
+    if (c === 0x5b || c === 0x5d || c === 0x7b || c === 0x7d || c === 0x5c) {
+      return 'uses a character other than `*` and `?` as a wildcard ([ ] { } \\ are not supported)';
+    }
+  }
+  return undefined;
+}
+
+/** `*` matches any run of characters (also dots), `?` one character. Iterative: O(n·m) worst. */
+export function globMatch(glob: string, text: string): boolean {
+  let g = 0;
+  let t = 0;
+  let star = -1;
+  let resume = 0;
+  while (t < text.length) {
+    const gc = glob.charCodeAt(g);
+    if (g < glob.length && (gc === 0x3f || gc === text.charCodeAt(t))) {
+      g++;
+      t++;
+    } else if (g < glob.length && gc === 0x2a) {
+      star = g++;
+      resume = t;
+    } else if (star >= 0) {
+      g = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (g < glob.length && glob.charCodeAt(g) === 0x2a) g++;
+  return g === glob.length;
+}
+
+/** `accessToken` → `access_token`, `X-Api-Key` → `x_api_key`, `APIKey` → `api_key`. */
+export function wordForm(segment: string): string {
+  return segment
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .replace(/[-\s]/g, '_')
+    .toLowerCase();
+}
+
+function endsWithAny(s: string, suffixes: readonly string[]): boolean {
+  for (const suffix of suffixes) if (s.endsWith(suffix)) return true;
+  return false;
+}
+
+export interface KeyMatcher {
+  classify(key: string): KeyClass;
+  /**
+   * Literal fragments every redacted key contains (lowercase), for cheap "could this JSON text
+   * hold a redacted key" checks; undefined when a glob has no literal part (anything may match).
+   */
+  readonly literals: readonly string[] | undefined;
+}
+
+/** Builds the matcher from the defaults plus validated, lowercased globs. */
+export function compileKeyMatcher(globs: readonly string[]): KeyMatcher {
+  const names = new Set(DEFAULT_KEY_NAMES);
+  const words = new Set(DEFAULT_KEY_NAMES.map((n) => n.replace(/-/g, '_')));
+  const lowered = globs.map((g) => g.toLowerCase());
+  const exactGlobs = new Set(lowered.filter((g) => !g.includes('*') && !g.includes('?')));
+  const wildGlobs = lowered.filter((g) => !exactGlobs.has(g));
+
+  const decide = (key: string): KeyClass => {
+    const lower = key.toLowerCase();
+    const dot = lower.lastIndexOf('.');
+    const segment = dot < 0 ? lower : lower.slice(dot + 1);
+    if (names.has(lower) || names.has(segment) || endsWithAny(lower, DEFAULT_KEY_SUFFIXES)) {
+      return KEY_SECRET;
+    }
+    if (exactGlobs.has(lower) || exactGlobs.has(segment)) return KEY_SECRET;
+    for (const glob of wildGlobs) {
+      if (globMatch(glob, lower) || (dot >= 0 && globMatch(glob, segment))) return KEY_SECRET;
+    }
+    const word = wordForm(dot < 0 ? key : key.slice(dot + 1));
+    if (words.has(word) || endsWithAny(word, DEFAULT_KEY_SUFFIXES)) return KEY_SECRET;
+    return ID_KEYS.has(word) ? KEY_ID : KEY_PLAIN;
+  };
+
+  const cache = new Map<string, KeyClass>();
+  const classify = (key: string): KeyClass => {
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const decision = decide(key);
+    if (key.length <= CACHE_KEY_MAX) {
+      if (cache.size >= CACHE_MAX) cache.clear();
+      cache.set(key, decision);
+    }
+    return decision;
+  };
+
+  let literals: string[] | undefined = [
+    'passw',
+    'authorization',
+    'cookie',
+    'token',
+    'secret',
+    'api_key',
+    'api-key',
+    'apikey',
+    'private_key',
+    'private-key',
+    'privatekey',
+  ];
+  for (const glob of lowered) {
+    const longest = glob.split(/[*?]/).reduce((a, b) => (b.length > a.length ? b : a), '');
+    if (longest === '') {
+      literals = undefined;
+      break;
+    }
+    literals.push(longest);
+  }
+  return { classify, literals };
+}

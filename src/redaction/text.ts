@@ -1,0 +1,136 @@
+/**
+ * Text rules: the configured RE2 value patterns and the enabled PII detectors, plus (for free text
+ * such as error messages) `key=value` / `"key": "value"` pairs whose key is a redacted key. Every
+ * rule reports ranges of the original string; overlapping ranges are merged and each is replaced
+ * once, so rules never see each other's `[REDACTED]`.
+ */
+import RE2 from 're2';
+import { KEY_SECRET, type KeyMatcher } from './keys.js';
+import { type PiiDetector, type PiiScanner, SCANNERS, tokenDigits } from './pii.js';
+
+/** The replacement text for every redacted value or part of a value (spec rule 2). */
+export const REDACTED = '[REDACTED]';
+
+export interface ValueRules {
+  /** False when no pattern and no detector is configured. */
+  readonly active: boolean;
+  /** True when user patterns exist (they can match anything, so no cheap pre-check applies). */
+  readonly hasPatterns: boolean;
+  /**
+   * Cheap checks: which rules may match `s`, as a bit mask for `collect` (bit 0 the patterns,
+   * bit i+1 the i-th enabled detector). 0 means no rule can match.
+   */
+  gate(s: string): number;
+  /** Appends the ranges (pairs of offsets, end exclusive) the rules in `mask` match in `s`. */
+  collect(s: string, mask: number, out: number[]): void;
+}
+
+export function compileValueRules(
+  patterns: readonly RE2[],
+  detectors: readonly PiiDetector[],
+): ValueRules {
+  const scanners: PiiScanner[] = [...new Set(detectors)].map((d) => SCANNERS[d]);
+  let minLength = patterns.length > 0 ? 1 : Number.POSITIVE_INFINITY;
+  for (const scanner of scanners) minLength = Math.min(minLength, scanner.minLength);
+  const digitsMatter = detectors.some((d) => d !== 'email');
+  let set: InstanceType<typeof RE2.Set> | undefined;
+  if (patterns.length > 1) {
+    try {
+      set = new RE2.Set(patterns, 'u');
+    } catch {
+      set = undefined; // each pattern compiled alone; scanning them one by one is still correct
+    }
+  }
+
+  const collectPatterns = (s: string, out: number[]): void => {
+    const which = set === undefined ? undefined : set.match(s);
+    if (which !== undefined && which.length === 0) return;
+    for (const index of which ?? patterns.keys()) {
+      const re = patterns[index]!;
+      re.lastIndex = 0;
+      for (let m = re.exec(s); m !== null; m = re.exec(s)) {
+        if (m[0].length === 0) {
+          re.lastIndex = m.index + 1;
+          continue;
+        }
+        out.push(m.index, m.index + m[0].length);
+      }
+    }
+  };
+
+  return {
+    active: patterns.length > 0 || scanners.length > 0,
+    hasPatterns: patterns.length > 0,
+    gate(s) {
+      if (s.length < minLength) return 0;
+      let mask = patterns.length > 0 ? 1 : 0;
+      if (scanners.length === 0) return mask;
+      const loose = digitsMatter ? tokenDigits(s, 0, 13, true) : 0;
+      for (let i = 0; i < scanners.length; i++) {
+        const scanner = scanners[i]!;
+        if (s.length >= scanner.minLength && scanner.worth(s, loose)) mask |= 2 << i;
+      }
+      return mask;
+    },
+    collect(s, mask, out) {
+      if (mask & 1) collectPatterns(s, out);
+      for (let i = 0; i < scanners.length; i++) if (mask & (2 << i)) scanners[i]!.scan(s, out);
+    },
+  };
+}
+
+// key, optional closing quote, `:` or `=`, then a quoted value, an auth scheme and its
+// credential, or a bare word.
+const KEY_VALUE = new RE2(
+  '([A-Za-z_][A-Za-z0-9_.\\-]*)["\']?[ \\t]*[:=][ \\t]*(?:"((?:[^"\\\\\\n]|\\\\.)*)"|\'((?:[^\'\\\\\\n]|\\\\.)*)\'|((?:[Bb]earer|[Bb]asic|[Tt]oken|[Dd]igest)[ \\t]+[^\\s"\',;&]+|[^\\s"\',;&)}\\]:=]+))',
+  'gu',
+);
+
+/**
+ * Appends the value ranges of `key=value`, `key: value`, `"key": "value"` pairs in free text whose
+ * key is a redacted key (`password=hunter2`, `Authorization: Bearer …`, `{'api_key': '…'}`).
+ */
+export function collectKeyValues(s: string, keys: KeyMatcher, out: number[]): void {
+  if (!s.includes('=') && !s.includes(':')) return;
+  KEY_VALUE.lastIndex = 0;
+  for (let m = KEY_VALUE.exec(s); m !== null; m = KEY_VALUE.exec(s)) {
+    const quoted = m[2] ?? m[3];
+    const value = quoted ?? m[4] ?? '';
+    let end = m.index + m[0].length - (quoted === undefined ? 0 : 1);
+    const start = end - value.length;
+    if (keys.classify(m[1]!) === KEY_SECRET) {
+      // A bare value stops at `:` and `=` so that scanning stays linear; a secret's value runs on
+      // (`user:pass`, base64 padding).
+      if (quoted === undefined) while (end < s.length && !BARE_END.has(s.charCodeAt(end))) end++;
+      if (end > start) out.push(start, end);
+    } else {
+      // The value may itself hold a pair (`error: "password=…"`): resume the scan inside it.
+      KEY_VALUE.lastIndex = start;
+    }
+  }
+}
+
+const BARE_END = new Set([...' \t\r\n"\',;&)}]'].map((c) => c.charCodeAt(0)));
+
+/** `s` with the given ranges (pairs, any order, may overlap or touch) each replaced once. */
+export function replaceRanges(s: string, ranges: number[]): string {
+  if (ranges.length === 0) return s;
+  const pairs: [number, number][] = [];
+  for (let i = 0; i + 1 < ranges.length; i += 2) pairs.push([ranges[i]!, ranges[i + 1]!]);
+  pairs.sort((a, b) => a[0] - b[0]);
+  let out = '';
+  let at = 0;
+  let start = pairs[0]![0];
+  let end = pairs[0]![1];
+  for (let i = 1; i <= pairs.length; i++) {
+    const next = pairs[i];
+    if (next !== undefined && next[0] <= end) {
+      end = Math.max(end, next[1]);
+      continue;
+    }
+    out += s.slice(at, start) + REDACTED;
+    at = end;
+    if (next !== undefined) [start, end] = next;
+  }
+  return out + s.slice(at);
+}

@@ -1,0 +1,378 @@
+import { randomBytes } from 'node:crypto';
+import {
+  CompiledQuery,
+  type Expression,
+  type Kysely,
+  type Selectable,
+  type SqlBool,
+  sql,
+} from 'kysely';
+import {
+  type AttributeValue,
+  type EvalRecord,
+  type NormalizedTrace,
+  nanosToMs,
+  type Span,
+} from '../core/index.js';
+import { toIso, toMillis } from './columns.js';
+import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
+import type {
+  CompletionResult,
+  CompletionRules,
+  Page,
+  PageRequest,
+  PendingTrace,
+  SpanBatch,
+  StoreDialect,
+  StoredTrace,
+  TraceFilter,
+  TraceStore,
+} from './ports.js';
+import type { Database, SpanChunksTable, TracesTable } from './schema.js';
+
+/** Rows per multi-row INSERT (SQLite binds at most 32766 parameters per statement). */
+const CHUNK = 1000;
+
+function hasBytes(value: unknown): boolean {
+  if (value instanceof Uint8Array) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  for (const v of Array.isArray(value) ? value : Object.values(value)) if (hasBytes(v)) return true;
+  return false;
+}
+
+function spanHasBytes(span: Span): boolean {
+  return (
+    hasBytes(span.attributes) ||
+    hasBytes(span.resource) ||
+    span.events.some((e) => hasBytes(e.attributes)) ||
+    span.links.some((l) => hasBytes(l.attributes))
+  );
+}
+
+/**
+ * JSON with bytes kept: Uint8Array ↔ {"$bytes": base64}. The replacer is slow, so it runs only
+ * for spans that hold bytes (none do while redaction is on: it drops them).
+ */
+function encodeSpans(spans: readonly Span[]): string {
+  if (!spans.some(spanHasBytes)) return JSON.stringify(spans);
+  return JSON.stringify(spans, (_key, value: unknown) =>
+    value instanceof Uint8Array ? { $bytes: Buffer.from(value).toString('base64') } : value,
+  );
+}
+
+function decodeSpans(text: string): Span[] {
+  // The reviver makes JSON.parse several times slower; only spans that held bytes need it.
+  if (!text.includes('"$bytes"')) return JSON.parse(text) as Span[];
+  return JSON.parse(text, (_key, value: unknown) => {
+    if (typeof value === 'object' && value !== null && '$bytes' in value) {
+      const b = (value as { $bytes: unknown }).$bytes;
+      if (typeof b === 'string') return new Uint8Array(Buffer.from(b, 'base64')) as AttributeValue;
+    }
+    return value;
+  }) as Span[];
+}
+
+function fromRow(row: Selectable<TracesTable>): StoredTrace {
+  return {
+    traceId: row.trace_id,
+    project: row.project,
+    service: row.service,
+    name: row.name,
+    startTime: toIso(row.start_ms),
+    durationMs: row.duration_ms,
+    steps: row.steps,
+    error: row.error === 1,
+    labels: JSON.parse(row.labels) as Record<string, string>,
+    source: row.source,
+    digest: row.digest,
+    completedAt: toIso(row.completed_at ?? row.last_span_at),
+  };
+}
+
+export class KyselyTraceStore implements TraceStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: StoreDialect,
+  ) {}
+
+  async appendSpans(batches: readonly SpanBatch[], now: number): Promise<void> {
+    // Chunk keys order by arrival; one random prefix per call (plus the batch index) keeps them
+    // unique across calls and replicas without a random draw per trace.
+    const stamp = `${String(now).padStart(13, '0')}-${randomBytes(6).toString('hex')}`;
+    await this.insertChunks(
+      batches.map((b, i) => ({
+        project: b.project,
+        trace_id: b.traceId,
+        chunk: `${stamp}-${String(i).padStart(5, '0')}`,
+        spans: encodeSpans(b.spans),
+      })),
+    );
+    // One row per trace; several batches of one trace in a call are merged first.
+    const traces = new Map<string, { batch: SpanBatch; rootEndedAt: number | null }>();
+    for (const b of batches) {
+      const key = `${b.project}\u0000${b.traceId}`;
+      const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
+      const prev = traces.get(key);
+      if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded });
+      else {
+        prev.batch = { ...prev.batch, labels: { ...prev.batch.labels, ...b.labels } };
+        prev.rootEndedAt ??= rootEnded;
+      }
+    }
+    const columns = [
+      'project',
+      'trace_id',
+      'source',
+      'ingest_labels',
+      'first_seen_at',
+      'last_span_at',
+      'root_ended_at',
+      'start_ms',
+    ];
+    const rows = [...traces.values()].map(({ batch, rootEndedAt }) => {
+      let start = Number.POSITIVE_INFINITY;
+      for (const s of batch.spans) start = Math.min(start, nanosToMs(s.startTimeUnixNano));
+      // Placeholders until completion writes the summary; an open trace is not listed.
+      return [
+        batch.project,
+        batch.traceId,
+        batch.source,
+        JSON.stringify(batch.labels),
+        now,
+        now,
+        rootEndedAt,
+        Math.floor(start),
+      ];
+    });
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      const part = rows.slice(i, i + CHUNK);
+      await this.db.executeQuery(
+        CompiledQuery.raw(
+          `insert into traces (${columns.join(', ')}) values ${this.placeholders(part.length, columns.length)}
+           on conflict (project, trace_id) do update set
+             last_span_at = excluded.last_span_at,
+             root_ended_at = coalesce(traces.root_ended_at, excluded.root_ended_at),
+             completed_at = null,
+             ingest_labels = excluded.ingest_labels`,
+          part.flat(),
+        ),
+      );
+    }
+  }
+
+  /** `(?, ?), (?, ?)` on SQLite, `($1, $2), ($3, $4)` on PostgreSQL. */
+  private placeholders(rows: number, columns: number): string {
+    let n = 0;
+    const one = () => (this.dialect === 'postgres' ? `$${++n}` : '?');
+    return Array.from(
+      { length: rows },
+      () => `(${Array.from({ length: columns }, one).join(', ')})`,
+    ).join(', ');
+  }
+
+  /**
+   * Inserts span chunks, the hot path of ingest: one statement for the whole request (multi-row
+   * VALUES on SQLite, unnest of arrays on PostgreSQL) built as text, skipping Kysely's query
+   * builder, which dominates for many rows.
+   */
+  private async insertChunks(rows: SpanChunksTable[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      const part = rows.slice(i, i + CHUNK);
+      if (this.dialect === 'postgres') {
+        await this.db.executeQuery(
+          CompiledQuery.raw(
+            'insert into span_chunks (project, trace_id, chunk, spans) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])',
+            [
+              part.map((r) => r.project),
+              part.map((r) => r.trace_id),
+              part.map((r) => r.chunk),
+              part.map((r) => r.spans),
+            ],
+          ),
+        );
+      } else {
+        await this.db.executeQuery(
+          CompiledQuery.raw(
+            `insert into span_chunks (project, trace_id, chunk, spans) values ${this.placeholders(part.length, 4)}`,
+            part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
+          ),
+        );
+      }
+    }
+  }
+
+  async dueForCompletion(
+    now: number,
+    rules: CompletionRules,
+    limit: number,
+  ): Promise<PendingTrace[]> {
+    const rows = await this.db
+      .selectFrom('traces')
+      .select(['project', 'trace_id', 'last_span_at', 'ingest_labels', 'source'])
+      .where('completed_at', 'is', null)
+      .where((eb) =>
+        eb.or([
+          eb.and([
+            eb('root_ended_at', 'is not', null),
+            eb('last_span_at', '<=', now - rules.graceMs),
+          ]),
+          eb('last_span_at', '<=', now - rules.idleMs),
+          eb('first_seen_at', '<=', now - rules.maxAgeMs),
+        ]),
+      )
+      .orderBy('last_span_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({
+      project: r.project,
+      traceId: r.trace_id,
+      lastSpanAt: r.last_span_at,
+      labels: JSON.parse(r.ingest_labels) as Record<string, string>,
+      source: r.source,
+    }));
+  }
+
+  async spans(project: string, traceId: string): Promise<Span[]> {
+    const [spans] = await this.spansOf([{ project, traceId }]);
+    return spans ?? [];
+  }
+
+  async spansOf(traces: readonly { project: string; traceId: string }[]): Promise<Span[][]> {
+    if (traces.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('span_chunks')
+      .select(['project', 'trace_id', 'spans'])
+      .where((eb) =>
+        eb(
+          eb.refTuple('project', 'trace_id'),
+          'in',
+          traces.map((t) => eb.tuple(t.project, t.traceId)),
+        ),
+      )
+      .orderBy('chunk')
+      .execute();
+    // A span sent again (an exporter's retry, a re-pulled page) replaces the earlier copy.
+    const byTrace = new Map<string, Map<string, Span>>();
+    for (const row of rows) {
+      const key = `${row.project}\u0000${row.trace_id}`;
+      let byId = byTrace.get(key);
+      if (byId === undefined) {
+        byId = new Map();
+        byTrace.set(key, byId);
+      }
+      for (const span of decodeSpans(row.spans)) byId.set(span.spanId, span);
+    }
+    return traces.map((t) => [...(byTrace.get(`${t.project}\u0000${t.traceId}`)?.values() ?? [])]);
+  }
+
+  async complete(
+    pending: PendingTrace,
+    trace: NormalizedTrace,
+    digest: string,
+    now: number,
+  ): Promise<CompletionResult> {
+    // Raw statements: completion runs per trace, and the query builder's compile dominated it.
+    const p = (n: number) => (this.dialect === 'postgres' ? `$${n}` : '?');
+    const before = await this.db.executeQuery<{ digest: string | null }>(
+      CompiledQuery.raw(`select digest from traces where project = ${p(1)} and trace_id = ${p(2)}`, [
+        pending.project,
+        pending.traceId,
+      ]),
+    );
+    const s = trace.summary;
+    const result = await this.db.executeQuery(
+      CompiledQuery.raw(
+        `update traces set completed_at = ${p(1)}, service = ${p(2)}, name = ${p(3)}, start_ms = ${p(4)},
+           duration_ms = ${p(5)}, steps = ${p(6)}, error = ${p(7)}, labels = ${p(8)}, digest = ${p(9)},
+           record = ${p(10)}
+         where project = ${p(11)} and trace_id = ${p(12)} and completed_at is null and last_span_at = ${p(13)}`,
+        [
+          now,
+          // PostgreSQL text cannot hold NUL; span data is JSON (escaped), these columns are not.
+          s.service.replaceAll('\u0000', '\ufffd'),
+          s.name.replaceAll('\u0000', '\ufffd'),
+          toMillis(s.startTime, 'startTime'),
+          s.durationMs,
+          s.steps,
+          s.error ? 1 : 0,
+          JSON.stringify(s.labels),
+          digest,
+          JSON.stringify(trace.record),
+          pending.project,
+          pending.traceId,
+          pending.lastSpanAt,
+        ],
+      ),
+    );
+    const completed = (result.numAffectedRows ?? 0n) > 0n;
+    return { completed, changed: completed && before.rows[0]?.digest !== digest };
+  }
+
+  private labelEquals(key: string, value: string): Expression<SqlBool> {
+    return this.dialect === 'postgres'
+      ? sql<SqlBool>`(labels::jsonb ->> ${key}) = ${value}`
+      : sql<SqlBool>`json_extract(labels, ${`$."${key.replaceAll('"', '""')}"`}) = ${value}`;
+  }
+
+  async list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>> {
+    const limit = pageLimit(page);
+    const after = decodePageToken(page.pageToken);
+    let q = this.db
+      .selectFrom('traces')
+      .selectAll()
+      .where('completed_at', 'is not', null)
+      .orderBy('start_ms', 'desc')
+      .orderBy('trace_id', 'desc')
+      .limit(limit + 1);
+    if (filter.project !== undefined) q = q.where('project', '=', filter.project);
+    if (filter.service !== undefined) q = q.where('service', '=', filter.service);
+    if (filter.services !== undefined) {
+      // An empty grant sees nothing (`in ()` is not valid SQL).
+      q =
+        filter.services.length > 0
+          ? q.where('service', 'in', [...filter.services])
+          : q.where(sql<SqlBool>`1 = 0`);
+    }
+    if (filter.name !== undefined) q = q.where('name', '=', filter.name);
+    if (filter.source !== undefined) q = q.where('source', '=', filter.source);
+    if (filter.error !== undefined) q = q.where('error', '=', filter.error ? 1 : 0);
+    if (filter.since !== undefined) q = q.where('start_ms', '>=', toMillis(filter.since, 'since'));
+    if (filter.until !== undefined) q = q.where('start_ms', '<', toMillis(filter.until, 'until'));
+    for (const [k, v] of Object.entries(filter.labels ?? {})) q = q.where(this.labelEquals(k, v));
+    if (after !== undefined) {
+      q = q.where((eb) =>
+        eb(eb.refTuple('start_ms', 'trace_id'), '<', eb.tuple(after.at, after.id)),
+      );
+    }
+    const rows = await q.execute();
+    const items = rows.slice(0, limit);
+    const last = items.at(-1);
+    const out = items.map(fromRow);
+    if (rows.length <= limit || last === undefined) return { items: out };
+    return { items: out, nextPageToken: encodePageToken({ at: last.start_ms, id: last.trace_id }) };
+  }
+
+  async get(
+    project: string,
+    traceId: string,
+  ): Promise<{ trace: StoredTrace; record: EvalRecord } | undefined> {
+    const row = await this.db
+      .selectFrom('traces')
+      .selectAll()
+      .where('project', '=', project)
+      .where('trace_id', '=', traceId)
+      .where('completed_at', 'is not', null)
+      .executeTakeFirst();
+    if (row === undefined || row.record === null) return undefined;
+    return { trace: fromRow(row), record: JSON.parse(row.record) as EvalRecord };
+  }
+
+  async countOpen(): Promise<number> {
+    const row = await this.db
+      .selectFrom('traces')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('completed_at', 'is', null)
+      .executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+}

@@ -1,0 +1,231 @@
+import { authorize, DEFAULT_PROJECT, type Permission, type Principal } from '../auth/index.js';
+import {
+  type Clock,
+  describeDetails,
+  issuesToDetails,
+  isTouchstoneError,
+  newId,
+  newSecret,
+} from '../core/index.js';
+import type { OutboundGuard } from '../net/index.js';
+import type { Page, PageRequest, Store, WebhookRecord } from '../store/index.js';
+import { WebhookErrors } from './error-codes.js';
+import type { WebhookOutbox } from './outbox.js';
+import {
+  type DeliveryView,
+  deliveryView,
+  parseWebhook,
+  type WebhookSpec,
+  type WebhookView,
+  webhookView,
+} from './resource.js';
+
+/** The slice of a pino logger the service writes audit lines to. */
+export interface AuditLogger {
+  info(obj: object, msg: string): void;
+}
+
+export interface WebhookServiceDeps {
+  store: Store;
+  clock: Clock;
+  outbox: WebhookOutbox;
+  /** The outbound guard's DNS-free checks, to refuse obviously internal URLs at apply. */
+  guard: Pick<OutboundGuard, 'checkTarget'>;
+  logger: AuditLogger;
+}
+
+/** The apply response: the webhook, plus its secret only when Touchstone just generated it. */
+export type AppliedWebhook = WebhookView & { secret?: string };
+
+/**
+ * The webhook resource's operations (REST, CLI local mode and later the SDK call these). Every
+ * write is audited: principal, action, project and webhook name, never the secret or the URL.
+ */
+export class WebhookService {
+  constructor(private readonly deps: WebhookServiceDeps) {}
+
+  /**
+   * Creates or replaces a webhook by name within its project. A new webhook without a secret gets
+   * a generated `whsec_…` one, returned in this response only; a replaced one without a secret
+   * keeps the stored one. A secret the caller sets is never echoed back.
+   */
+  async apply(
+    caller: Principal,
+    input: unknown,
+    options: { project?: string; validateOnly?: boolean } = {},
+  ): Promise<AppliedWebhook> {
+    const spec = this.parse(input);
+    const requested = spec.project ?? options.project;
+    if (options.validateOnly === true) {
+      const project = authorize(caller, 'webhooks.write', requested);
+      await this.checkUrl(spec.url);
+      const existing = await this.deps.store.webhooks.get(project, spec.name);
+      const now = new Date(this.deps.clock.now()).toISOString();
+      return webhookView({
+        id: existing?.id ?? '',
+        project,
+        name: spec.name,
+        url: spec.url,
+        events: spec.events,
+        secret: 'unset',
+        disabled: spec.disabled,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+      });
+    }
+    return this.audited(caller, 'webhooks.apply', requested, spec.name, async () => {
+      const project = authorize(caller, 'webhooks.write', requested);
+      await this.checkUrl(spec.url);
+      const { webhook, generated } = await this.deps.store.withTransaction(async (tx) => {
+        const existing = await tx.webhooks.get(project, spec.name);
+        const generated = spec.secret === undefined && existing === undefined;
+        const secret = spec.secret ?? existing?.secret ?? newSecret('whsec');
+        const stored = await tx.webhooks.upsert(
+          {
+            id: existing?.id ?? newId('wh'),
+            project,
+            name: spec.name,
+            url: spec.url,
+            events: spec.events,
+            secret,
+            disabled: spec.disabled,
+          },
+          this.deps.clock.now(),
+        );
+        return { webhook: stored.webhook, generated };
+      });
+      const view: AppliedWebhook = webhookView(webhook);
+      if (generated) view.secret = webhook.secret;
+      return view;
+    });
+  }
+
+  async list(
+    caller: Principal,
+    project: string | undefined,
+    page: PageRequest,
+  ): Promise<Page<WebhookView>> {
+    const p = authorize(caller, 'webhooks.read', project);
+    const result = await this.deps.store.webhooks.list(p, page);
+    return { ...result, items: result.items.map(webhookView) };
+  }
+
+  async get(caller: Principal, project: string | undefined, name: string): Promise<WebhookView> {
+    return webhookView(await this.find(caller, 'webhooks.read', project, name));
+  }
+
+  /** Deletes the webhook; its queued deliveries fail when they come due. */
+  async delete(caller: Principal, project: string | undefined, name: string): Promise<WebhookView> {
+    return this.audited(caller, 'webhooks.delete', project, name, async () => {
+      const webhook = await this.find(caller, 'webhooks.write', project, name);
+      await this.deps.store.webhooks.delete(webhook.project, name);
+      return webhookView(webhook);
+    });
+  }
+
+  /** Queues a `ping` delivery to the webhook (sent like any other) and wakes the dispatcher. */
+  async test(caller: Principal, project: string | undefined, name: string): Promise<DeliveryView> {
+    return this.audited(caller, 'webhooks.test', project, name, async () => {
+      const p = authorize(caller, 'webhooks.write', project);
+      const ping = await this.deps.store.withTransaction(async (tx) => {
+        const webhook = await tx.webhooks.get(p, name);
+        if (webhook === undefined) throw notFound(p, name);
+        if (webhook.disabled) {
+          throw WebhookErrors.WEBHOOK_DISABLED(`webhook "${name}" is disabled and sends nothing`);
+        }
+        return this.deps.outbox.enqueuePing(tx, webhook);
+      });
+      return deliveryView({
+        ...ping,
+        state: 'PENDING',
+        attempts: 0,
+        nextAttemptAt: ping.createdAt,
+      });
+    });
+  }
+
+  async deliveries(
+    caller: Principal,
+    project: string | undefined,
+    name: string,
+    page: PageRequest,
+  ): Promise<Page<DeliveryView>> {
+    const webhook = await this.find(caller, 'webhooks.read', project, name);
+    const result = await this.deps.store.webhooks.listDeliveries(webhook.id, page);
+    return { ...result, items: result.items.map(deliveryView) };
+  }
+
+  /** Unfinished deliveries (PENDING or RETRYING) across all projects, for the queue gauges. */
+  async queueStats(): Promise<{ depth: number; oldestAgeSeconds: number }> {
+    const stats = await this.deps.store.webhooks.queueStats();
+    const oldest =
+      stats.oldestCreatedAt === undefined ? undefined : Date.parse(stats.oldestCreatedAt);
+    return {
+      depth: stats.depth,
+      oldestAgeSeconds:
+        oldest === undefined ? 0 : Math.max(0, (this.deps.clock.now() - oldest) / 1000),
+    };
+  }
+
+  private parse(input: unknown): WebhookSpec {
+    const parsed = parseWebhook(input);
+    if (parsed.ok) return parsed.spec;
+    const details = issuesToDetails(parsed.issues);
+    throw WebhookErrors.WEBHOOK_INVALID(`invalid webhook: ${describeDetails(details)}`, {
+      details,
+    });
+  }
+
+  private async checkUrl(url: string): Promise<void> {
+    try {
+      await this.deps.guard.checkTarget(new URL(url));
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      throw WebhookErrors.WEBHOOK_URL_REFUSED(err.message, {
+        details: [{ path: 'url', message: err.message }],
+      });
+    }
+  }
+
+  private async find(
+    caller: Principal,
+    permission: Permission,
+    project: string | undefined,
+    name: string,
+  ): Promise<WebhookRecord> {
+    const p = authorize(caller, permission, project);
+    const webhook = await this.deps.store.webhooks.get(p, name);
+    if (webhook === undefined) throw notFound(p, name);
+    return webhook;
+  }
+
+  private async audited<T>(
+    caller: Principal,
+    action: string,
+    project: string | undefined,
+    webhook: string,
+    fn: () => Promise<T>,
+  ): Promise<T> {
+    const line = {
+      audit: {
+        principal: caller.id,
+        action,
+        project: project ?? caller.project ?? DEFAULT_PROJECT,
+        webhook,
+      },
+    };
+    try {
+      const out = await fn();
+      this.deps.logger.info({ ...line, outcome: 'ok' }, 'audit');
+      return out;
+    } catch (err) {
+      const code = isTouchstoneError(err) ? err.code : 'INTERNAL';
+      this.deps.logger.info({ ...line, outcome: 'refused', code }, 'audit');
+      throw err;
+    }
+  }
+}
+
+function notFound(project: string, name: string) {
+  return WebhookErrors.WEBHOOK_NOT_FOUND(`no webhook "${name}" in project "${project}"`);
+}
