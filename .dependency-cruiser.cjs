@@ -6,7 +6,7 @@
  * - only app.ts and store tests import the concrete store adapters.
  */
 const AREAS =
-  '(core|config|store|auth|net|redaction|ingest|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli)';
+  '(core|config|store|auth|net|redaction|ingest|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
 const DOMAIN =
   '(auth|net|redaction|ingest|evaluators|policies|sources|webhooks|runs|datasets|idempotency|store|config)';
 

@@ -16,10 +16,12 @@ import { pino } from 'pino';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
+import { phoenixIngest } from './peers/phoenix.js';
 import { fmt, percentile } from './stats.js';
 
 const TOTAL_SPANS = Number(process.env.BENCH_SPANS ?? 400_000);
 const TRACES_PER_REQUEST = 50;
+const PHOENIX_SPANS = Number(process.env.BENCH_PHOENIX_SPANS ?? 5000);
 const IN_FLIGHT = 4;
 /** Writes a V8 CPU profile of the timed section (main thread) to this path prefix when set. */
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
@@ -135,7 +137,30 @@ function agent(tracer: Tracer, i: number): void {
   );
 }
 
-async function run(label: string, store: Record<string, unknown>): Promise<void> {
+interface Payload {
+  bodies: Buffer[];
+  spansPerBody: number;
+}
+
+/** Distinct payloads (distinct trace ids), built before any timing starts. */
+function buildPayload(totalSpans: number): Payload {
+  const spansPerTrace = recordSpans({ 'service.name': 'probe' }, (t) => agent(t, 0)).length;
+  const requests = Math.ceil(totalSpans / (spansPerTrace * TRACES_PER_REQUEST));
+  const bodies: Buffer[] = [];
+  for (let r = 0; r < requests; r++) {
+    const spans = recordSpans({ 'service.name': `svc-${r % 5}` }, (t) => {
+      for (let k = 0; k < TRACES_PER_REQUEST; k++) agent(t, r * TRACES_PER_REQUEST + k);
+    });
+    bodies.push(protobufBody(spans));
+  }
+  return { bodies, spansPerBody: TRACES_PER_REQUEST * spansPerTrace };
+}
+
+async function run(
+  label: string,
+  store: Record<string, unknown>,
+  payload: Payload,
+): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-ingest-'));
   const config = loadConfig({
     overrides: {
@@ -154,17 +179,9 @@ async function run(label: string, store: Record<string, unknown>): Promise<void>
   });
   const url = `http://${await app.listen()}/v1/traces`;
   try {
-    // Distinct payloads (distinct trace ids), built before timing starts.
-    const spansPerTrace = recordSpans({ 'service.name': 'probe' }, (t) => agent(t, 0)).length;
-    const requests = Math.ceil(TOTAL_SPANS / (spansPerTrace * TRACES_PER_REQUEST));
-    const bodies: Buffer[] = [];
-    for (let r = 0; r < requests; r++) {
-      const spans = recordSpans({ 'service.name': `svc-${r % 5}` }, (t) => {
-        for (let k = 0; k < TRACES_PER_REQUEST; k++) agent(t, r * TRACES_PER_REQUEST + k);
-      });
-      bodies.push(protobufBody(spans));
-    }
-    const spanCount = requests * TRACES_PER_REQUEST * spansPerTrace;
+    const { bodies } = payload;
+    const requests = bodies.length;
+    const spanCount = requests * payload.spansPerBody;
     const mb = bodies.reduce((n, b) => n + b.length, 0) / 1e6;
 
     const latencies: number[] = [];
@@ -198,7 +215,7 @@ async function run(label: string, store: Record<string, unknown>): Promise<void>
     const cpu = process.cpuUsage(cpu0);
     const cpuMsPer1k = ((cpu.user + cpu.system) / 1000 / spanCount) * 1000;
     console.log(
-      `${label}: ${spanCount} spans (${fmt(mb, 1)} MB protobuf, ${requests} requests of ${TRACES_PER_REQUEST * spansPerTrace} spans, ${IN_FLIGHT} in flight): ` +
+      `${label}: ${spanCount} spans (${fmt(mb, 1)} MB protobuf, ${requests} requests of ${payload.spansPerBody} spans, ${IN_FLIGHT} in flight): ` +
         `${fmt(spanCount / secs, 0)} spans/s stored, request p50 ${fmt(percentile(latencies, 50), 1)} ms, p95 ${fmt(percentile(latencies, 95), 1)} ms, ` +
         `CPU ${fmt(cpuMsPer1k, 1)} ms per 1k spans` +
         `${failures > 0 ? `, FAILED requests: ${failures}` : ''}; RSS ${fmt(process.memoryUsage().rss / 1e6, 0)} MB`,
@@ -212,6 +229,7 @@ async function run(label: string, store: Record<string, unknown>): Promise<void>
       `${label}: ${(await app.store.traces.countOpen()) === 0 ? 'all' : 'NOT all'} traces completed ${fmt((performance.now() - tEnd) / 1000, 1)} s after the last answer ` +
         `(completion grace ${config.traces.completion_grace} ms); CPU incl. completion ${fmt(((cpuAll.user + cpuAll.system) / 1000 / spanCount) * 1000, 1)} ms per 1k spans`,
     );
+    return spanCount / secs;
   } finally {
     await app.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -219,11 +237,26 @@ async function run(label: string, store: Record<string, unknown>): Promise<void>
 }
 
 export async function main(): Promise<void> {
-  await run('SQLite', { driver: 'sqlite' });
+  const payload = buildPayload(TOTAL_SPANS);
+  const sqlite = await run('SQLite', { driver: 'sqlite' }, payload);
   const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
   if (pg === undefined)
     console.log(
       'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL of an empty database)',
     );
-  else await run('PostgreSQL', { driver: 'postgres', url: pg });
+  else await run('PostgreSQL', { driver: 'postgres', url: pg }, payload);
+
+  // The peer: Arize Phoenix on the same payload. It stores ~50 spans/s here, so it gets a slice
+  // (BENCH_PHOENIX_SPANS, default 5000); rates are per second, so they compare.
+  const slice = Math.max(1, Math.ceil(PHOENIX_SPANS / payload.spansPerBody));
+  const phoenix = await phoenixIngest(payload.bodies.slice(0, slice), { inFlight: IN_FLIGHT });
+  if ('skipped' in phoenix) {
+    console.log(`Phoenix: skipped (${phoenix.skipped})`);
+    return;
+  }
+  console.log(
+    `Phoenix ${phoenix.version} (its SQLite, same payload, first ${phoenix.spans} spans): ${fmt(phoenix.spansPerSecond, 0)} spans/s stored ` +
+      `(${fmt(phoenix.ackSpansPerSecond, 0)} spans/s acknowledged; it answers before storing), request p95 ${fmt(phoenix.p95Ms, 1)} ms. ` +
+      `Touchstone on SQLite stores ${fmt(sqlite / phoenix.spansPerSecond, 1)}× faster, and acknowledges only once stored.`,
+  );
 }

@@ -1,16 +1,21 @@
 /**
- * Runs benchmarks: `npm run bench` (all) or `npm run bench -- evaluate`. Each prints its figures;
- * none asserts a time (budgets are compared by reading the output).
+ * Runs benchmarks: `npm run bench` (all but the fuzzer) or `npm run bench -- ingest fuzz-otlp`.
+ * Each prints its figures; none asserts a time (budgets are compared by reading the output).
  */
 const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
-  webhooks: async () => (await import('./webhooks.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
+  'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
+  webhooks: async () => (await import('./webhooks.js')).main(),
+  // 1M random and mutated OTLP bodies (several minutes); run by name only.
+  'fuzz-otlp': async () => (await import('./fuzz-otlp.js')).main(),
 };
+const BY_NAME_ONLY = new Set(['fuzz-otlp']);
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-for (const name of wanted.length > 0 ? wanted : Object.keys(BENCHES)) {
+const names = wanted.length > 0 ? wanted : Object.keys(BENCHES).filter((n) => !BY_NAME_ONLY.has(n));
+for (const name of names) {
   const bench = BENCHES[name];
   if (bench === undefined) {
     console.error(`unknown benchmark "${name}"; known: ${Object.keys(BENCHES).join(', ')}`);

@@ -134,7 +134,9 @@ async function runOn(label: string, store: Record<string, unknown>, dataDir: str
     const burst = new Map<string, number>();
     const started = performance.now();
     for (let i = 0; i < BURST; i++) await emit(app, i, burst);
-    const enqueuedIn = performance.now() - started;
+    const enqueueEnd = performance.now();
+    const enqueuedIn = enqueueEnd - started;
+    const pendingAtEnd = BURST - [...burst.keys()].filter((id) => rx.arrivals.has(id)).length;
     await rx.waitFor(BURST);
     const lastArrival = Math.max(...[...burst.keys()].map((id) => rx.arrivals.get(id) ?? 0));
     const elapsed = lastArrival - started;
@@ -152,7 +154,11 @@ async function runOn(label: string, store: Record<string, unknown>, dataDir: str
     await rx.waitFor(BURST + STEADY);
     const steadyLat = latencies(steady, rx.arrivals);
 
-    console.log(`[${label}] burst: ${BURST} events enqueued in ${fmt(enqueuedIn / 1000, 2)} s`);
+    console.log(
+      `[${label}] burst: ${BURST} events enqueued in ${fmt(enqueuedIn / 1000, 2)} s ` +
+        `(${fmt(BURST / (enqueuedIn / 1000), 0)}/s), ${pendingAtEnd} not yet delivered then; ` +
+        `those drained at ${fmt(pendingAtEnd / ((lastArrival - enqueueEnd) / 1000), 0)} deliveries/s`,
+    );
     console.log(
       `[${label}] burst: ${fmt(BURST / (elapsed / 1000), 0)} deliveries/s ` +
         `(first enqueue → last receipt ${fmt(elapsed / 1000, 2)} s); enqueue→delivery ` +

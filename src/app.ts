@@ -109,14 +109,15 @@ async function assemble(
   });
   const redactor = compileRedaction(config.traces.redaction);
   const ingest = new IngestService({ store, redactor, clock, observer: metrics });
+  const rules = {
+    graceMs: config.traces.completion_grace,
+    idleMs: config.traces.idle_timeout,
+    maxAgeMs: config.traces.max_age,
+  };
   const completer = new TraceCompleter({
     store,
     clock,
-    rules: {
-      graceMs: config.traces.completion_grace,
-      idleMs: config.traces.idle_timeout,
-      maxAgeMs: config.traces.max_age,
-    },
+    rules,
     normalize: normalizeStoredTrace,
     observer: metrics,
     logger,
@@ -129,11 +130,7 @@ async function assemble(
           data: {
             store: config.store,
             dataDir: config.data_dir,
-            rules: {
-              graceMs: config.traces.completion_grace,
-              idleMs: config.traces.idle_timeout,
-              maxAgeMs: config.traces.max_age,
-            },
+            rules,
           },
           fallback: completer,
           onCompleted: (n) => metrics.onCompleted(n),

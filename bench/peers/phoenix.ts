@@ -74,9 +74,6 @@ export async function phoenixIngest(
   }
   const python = await venvPython();
   if ('skipped' in python) return python;
-  const version = await run(python.path, ['-c', 'import phoenix; print(phoenix.__version__)'])
-    .then((out) => out.trim())
-    .catch(() => 'unknown');
 
   const spans = bodies.reduce((n, b) => n + countSpans(b), 0);
   const workDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-phoenix-'));
@@ -85,6 +82,9 @@ export async function phoenixIngest(
     server = await startPhoenix(python.path, workDir);
     if ('skipped' in server) return server;
     const base = server.base;
+    const version = await fetch(`${base}/arize_phoenix_version`)
+      .then(async (res) => (res.ok ? (await res.text()).trim() : 'unknown'))
+      .catch(() => 'unknown');
     const before = await storedSpans(base);
 
     const latencies: number[] = [];

@@ -22,6 +22,7 @@ const NON_CONFIG_ENV = new Set([
   'TOUCHSTONE_INTEROP_PYTHON',
   'TOUCHSTONE_BENCH_PG',
   'TOUCHSTONE_CI_CACHE',
+  'TOUCHSTONE_BENCH_PHOENIX',
 ]);
 
 type Tree = { [key: string]: unknown };

@@ -24,6 +24,7 @@ export {
   type TraceNormalizer,
 } from './pipeline.js';
 export { TraceQueries } from './queries.js';
+export { traceSummaryView } from './summary.js';
 export type { DecodedSpans, DecodeOptions } from './types.js';
 export { normalizeTrace };
 

@@ -165,7 +165,8 @@ export class TraceCompleter {
       });
       const results = await store.withTransaction(async (tx) => {
         const out = [];
-        for (const d of done) out.push(await tx.traces.complete(d.pending, d.normalized, d.digest, clock.now()));
+        for (const d of done)
+          out.push(await tx.traces.complete(d.pending, d.normalized, d.digest, clock.now()));
         return out;
       });
       let progressed = 0;
@@ -173,7 +174,8 @@ export class TraceCompleter {
         if (!result.completed) continue;
         progressed++;
         const d = done[i];
-        if (result.changed && d !== undefined) await this.deps.onTraceCompleted?.(d.pending, d.normalized, d.digest);
+        if (result.changed && d !== undefined)
+          await this.deps.onTraceCompleted?.(d.pending, d.normalized, d.digest);
       }
       total += progressed;
       this.deps.observer?.onCompleted(progressed);

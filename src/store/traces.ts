@@ -274,10 +274,10 @@ export class KyselyTraceStore implements TraceStore {
     // Raw statements: completion runs per trace, and the query builder's compile dominated it.
     const p = (n: number) => (this.dialect === 'postgres' ? `$${n}` : '?');
     const before = await this.db.executeQuery<{ digest: string | null }>(
-      CompiledQuery.raw(`select digest from traces where project = ${p(1)} and trace_id = ${p(2)}`, [
-        pending.project,
-        pending.traceId,
-      ]),
+      CompiledQuery.raw(
+        `select digest from traces where project = ${p(1)} and trace_id = ${p(2)}`,
+        [pending.project, pending.traceId],
+      ),
     );
     const s = trace.summary;
     const result = await this.db.executeQuery(

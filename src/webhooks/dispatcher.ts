@@ -64,7 +64,9 @@ const RESPONSE_CAP_BYTES = 64 * 1024;
 /** Characters of a non-2xx answer kept in `lastError` for whoever debugs the receiver. */
 const EXCERPT_CHARS = 200;
 const PRUNE_EVERY_MS = 60_000;
-/** Free slots are refilled at the latest this long after the last claim. */
+/** Free slots are refilled once this many sends finished… */
+const REFILL_BATCH = 4;
+/** …or at the latest this long after the last claim. */
 const REFILL_AFTER_MS = 20;
 const PRUNE_BATCH = 1_000;
 
@@ -105,9 +107,12 @@ export class WebhookDispatcher {
   private leaseCheckedAt = Number.NEGATIVE_INFINITY;
   private leader = false;
   private prunedAt = Number.NEGATIVE_INFINITY;
+  private exhaustedAt = Number.NEGATIVE_INFINITY;
   /** Resolves the current drain's wait so it looks for due rows again. */
   private nudge: () => void = () => {};
   private readonly shutdownSignal = new AbortController();
+  /** Sends finished since the last claim. */
+  private freed = 0;
   /** Deliveries in flight by webhook id. */
   private readonly perWebhook = new Map<string, number>();
   /** Successful attempts not yet recorded (see flushDelivered). */
@@ -212,21 +217,23 @@ export class WebhookDispatcher {
 
   private async drain(): Promise<void> {
     if (this.stopped || !(await this.holdLease())) return;
-    await this.housekeeping();
     const inflight = new Set<Promise<void>>();
     let claimedAt = Number.NEGATIVE_INFINITY;
     while (!this.stopped) {
       const free = this.concurrency - inflight.size;
-      // Refill in batches (one claim serves many sends) unless slots have been waiting a while:
-      // a few slow receivers then never hold the rest up for long.
+      // Refill in batches, so one claim (and one batched record of successes) serves several
+      // sends, unless slots have waited a while: a few slow receivers never hold the rest up.
       const refill =
         free > 0 &&
         (inflight.size === 0 ||
-          free >= this.concurrency / 2 ||
+          this.freed >= REFILL_BATCH ||
           performance.now() - claimedAt >= REFILL_AFTER_MS);
       let claimed: ClaimedDelivery[] = [];
       if (refill && (await this.holdLease())) {
+        await this.flushDelivered();
+        await this.housekeeping();
         claimedAt = performance.now();
+        this.freed = 0;
         const now = this.deps.clock.now();
         claimed = await this.deps.store.webhooks.claimDue(
           now,
@@ -257,22 +264,27 @@ export class WebhookDispatcher {
         });
         await Promise.race([...inflight, nudged]);
         clearTimeout(timer);
-        await this.flushDelivered();
       }
     }
     await Promise.all(inflight);
     await this.flushDelivered();
   }
 
-  /** Fails deliveries whose last attempt was lost, and prunes old finished ones (once a minute). */
+  /**
+   * Fails deliveries whose last attempt was lost (once a second) and prunes old finished ones
+   * (once a minute). Runs inside a pass too, which under steady load may never end.
+   */
   private async housekeeping(): Promise<void> {
     const now = this.deps.clock.now();
-    const exhausted = await this.deps.store.webhooks.failExhausted(
-      now,
-      this.deps.maxAttempts,
-      `gave up after ${this.deps.maxAttempts} attempts (the last one was interrupted)`,
-    );
-    for (let i = 0; i < exhausted; i++) this.deps.observer?.onWebhookAttempt('failed');
+    if (now - this.exhaustedAt >= POLL_MS) {
+      this.exhaustedAt = now;
+      const exhausted = await this.deps.store.webhooks.failExhausted(
+        now,
+        this.deps.maxAttempts,
+        `gave up after ${this.deps.maxAttempts} attempts (the last one was interrupted)`,
+      );
+      for (let i = 0; i < exhausted; i++) this.deps.observer?.onWebhookAttempt('failed');
+    }
     if (now - this.prunedAt < PRUNE_EVERY_MS) return;
     this.prunedAt = now;
     const before = now - this.deps.retentionMs;
@@ -298,6 +310,7 @@ export class WebhookDispatcher {
         // The outcome could not be recorded (database trouble): the claim lapses and it is resent.
         this.deps.logger.warn({ err, delivery: delivery.id }, 'webhook attempt not recorded');
       } finally {
+        this.freed++;
         const left = (this.perWebhook.get(delivery.webhookId) ?? 1) - 1;
         if (left > 0) this.perWebhook.set(delivery.webhookId, left);
         else this.perWebhook.delete(delivery.webhookId);
@@ -348,7 +361,6 @@ export class WebhookDispatcher {
     }
     if (error === undefined) {
       this.delivered.push({ id: d.id, attempt: d.attempt, status: status as number });
-      if (this.delivered.length >= this.concurrency) await this.flushDelivered();
       return;
     }
     const now = this.deps.clock.now();

@@ -67,7 +67,8 @@ export class WebhookService {
         name: spec.name,
         url: spec.url,
         events: spec.events,
-        secret: 'unset',
+        // Not shown; an applied webhook always has one (generated when none is given).
+        secret: existing?.secret ?? 'generated on apply',
         disabled: spec.disabled,
         createdAt: existing?.createdAt ?? now,
         updatedAt: now,

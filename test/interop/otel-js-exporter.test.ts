@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { OTLPTraceExporter as OtlpHttpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -12,55 +9,22 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentTrace } from '../support/otel.js';
-import { cli, eventually, freePort, type ServerProcess, startServer } from '../support/process.js';
+import { cli, completedTrace, type IngestServer, startIngestServer } from '../support/process.js';
 
 /**
  * The real OpenTelemetry JS exporters (protobuf and JSON over HTTP) pointed at a real server
  * process, authenticating with an ingest key exactly as a user configures them.
  */
 describe('OpenTelemetry JS exporters → touchstone serve', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'touchstone-interop-'));
+  let server: IngestServer;
   let base: string;
-  let server: ServerProcess;
   let ingestKey: string;
   let viewerKey: string;
-
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    writeFileSync(join(dir, 'config.yaml'), 'auth: {}\ntraces:\n  completion_grace: 200ms\n');
-    const data = join(dir, 'data');
-    const key = (role: string) =>
-      JSON.parse(
-        cli([
-          'keys',
-          'create',
-          '--project',
-          'agents',
-          '--role',
-          role,
-          '--data-dir',
-          data,
-          '--json',
-          '--label',
-          'team=interop',
-        ]).stdout,
-      ).secret as string;
-    ingestKey = key('ingest');
-    viewerKey = key('viewer');
-    server = await startServer([
-      '--data-dir',
-      data,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--config',
-      join(dir, 'config.yaml'),
-    ]);
+    server = await startIngestServer('agents', ['team=interop']);
+    ({ base, ingestKey, viewerKey } = server);
   });
-  afterAll(() => {
-    server?.proc.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => server?.stop());
 
   async function exportWith(exporter: SpanExporter, service: string): Promise<string> {
     const provider = new BasicTracerProvider({
@@ -96,17 +60,7 @@ describe('OpenTelemetry JS exporters → touchstone serve', () => {
   ] as const) {
     it(`stores and completes a trace sent by the ${kind} exporter`, async () => {
       const traceId = await exportWith(make(), `js-${kind}`);
-      const got = await eventually(async () => {
-        const res = await fetch(`${base}/v1alpha1/traces/${traceId}`, {
-          headers: { authorization: `Bearer ${viewerKey}` },
-        });
-        return res.status === 200
-          ? ((await res.json()) as {
-              trace: { service: string; labels: Record<string, string>; error: boolean };
-              record: { trajectory: { type: string; name: string; error: string }[] };
-            })
-          : undefined;
-      });
+      const got = await completedTrace(server, traceId);
       expect(got.trace).toMatchObject({
         service: `js-${kind}`,
         error: true,

@@ -1,5 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Runs the real `touchstone` process from source. */
 export const ENTRY = ['--import', 'tsx', 'src/main.ts'];
@@ -68,4 +71,74 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+export interface IngestServer {
+  base: string;
+  ingestKey: string;
+  viewerKey: string;
+  stop(): void;
+}
+
+/**
+ * A real server with auth on and a short completion grace, plus an ingest key (with `labels`) and
+ * a viewer key of `project`, made by the CLI on its data dir.
+ */
+export async function startIngestServer(
+  project: string,
+  labels: string[] = [],
+): Promise<IngestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'touchstone-interop-'));
+  const port = await freePort();
+  writeFileSync(join(dir, 'config.yaml'), 'auth: {}\ntraces:\n  completion_grace: 200ms\n');
+  const data = join(dir, 'data');
+  const key = (role: string) => {
+    const args = [
+      'keys',
+      'create',
+      '--project',
+      project,
+      '--role',
+      role,
+      '--data-dir',
+      data,
+      '--json',
+    ];
+    for (const l of labels) args.push('--label', l);
+    return JSON.parse(cli(args).stdout).secret as string;
+  };
+  const ingestKey = key('ingest');
+  const viewerKey = key('viewer');
+  const server = await startServer([
+    '--data-dir',
+    data,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--config',
+    join(dir, 'config.yaml'),
+  ]);
+  return {
+    base: `http://127.0.0.1:${port}`,
+    ingestKey,
+    viewerKey,
+    stop() {
+      server.proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TraceView {
+  trace: { service: string; labels: Record<string, string>; error: boolean };
+  record: { trajectory: { type: string; name: string; error: string }[] };
+}
+
+/** Waits until the server has completed the trace, then returns it. */
+export function completedTrace(server: IngestServer, traceId: string): Promise<TraceView> {
+  return eventually(async () => {
+    const res = await fetch(`${server.base}/v1alpha1/traces/${traceId}`, {
+      headers: { authorization: `Bearer ${server.viewerKey}` },
+    });
+    return res.status === 200 ? ((await res.json()) as TraceView) : undefined;
+  });
 }

@@ -6,12 +6,14 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SECRET = os.environ["WEBHOOK_SECRET"].encode()
 TOLERANCE_SECONDS = 300  # refuse signatures older (or newer) than five minutes
 handled = set()  # delivery ids already handled; keep them in your database
+lock = threading.Lock()  # requests arrive on several threads at once
 
 
 def verify(raw: bytes, header: str | None) -> bool:
@@ -38,10 +40,12 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         delivery = self.headers["Touchstone-Delivery"]  # the same on every retry
-        if delivery not in handled:
+        with lock:
+            first = delivery not in handled
             handled.add(delivery)
-            event = json.loads(raw)
-            print(event["type"], event["id"], flush=True)  # act on the event here
+            if first:
+                event = json.loads(raw)
+                print(event["type"], event["id"], flush=True)  # act on the event here
         self.send_response(204)  # any 2xx counts as delivered
         self.end_headers()
 

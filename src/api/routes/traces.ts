@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import type { TraceQueries } from '../../ingest/index.js';
-import type { StoredTrace } from '../../store/index.js';
+import { type TraceQueries, traceSummaryView } from '../../ingest/index.js';
 import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parse } from '../validate.js';
@@ -36,28 +35,6 @@ export function parseLabelFilters(values: string | string[] | undefined): Record
     out[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return out;
-}
-
-/** Protobuf-JSON duration text (`2.4s`), as the spec's summary `duration`. */
-function durationText(ms: number): string {
-  return `${Number((ms / 1000).toFixed(9))}s`;
-}
-
-/** The trace summary as lists, scores entries and webhooks show it. */
-export function traceSummaryView(t: StoredTrace) {
-  return {
-    traceId: t.traceId,
-    project: t.project,
-    service: t.service,
-    name: t.name,
-    startTime: t.startTime,
-    duration: durationText(t.durationMs),
-    durationMs: t.durationMs,
-    steps: t.steps,
-    error: t.error,
-    labels: t.labels,
-    ...(t.source === '' ? {} : { source: t.source }),
-  };
 }
 
 export async function traceRoutes(
