@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { type Logger, pino } from 'pino';
+import { destination, type Logger, pino } from 'pino';
 import { buildServer, Metrics } from './api/index.js';
 import { KeyService } from './auth/index.js';
 import { type Config, isLoopbackListen, splitListen } from './config/index.js';
@@ -81,7 +81,10 @@ export function createEvaluationService(
 
 export async function createApp(config: Readonly<Config>, deps: AppDeps): Promise<App> {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? pino({ level: config.log_level, base: { service: 'touchstone' } });
+  // JSON logs on stderr; stdout is for what the CLI prints.
+  const logger =
+    deps.logger ??
+    pino({ level: config.log_level, base: { service: 'touchstone' } }, destination(2));
   const store = await openStore(config, { clock, logger });
   try {
     return await assemble(config, deps, { store, clock, logger });
