@@ -7,7 +7,7 @@
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { pino } from 'pino';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
+import { freePort, startServer } from '../test/support/process.js';
 import { phoenixIngest } from './peers/phoenix.js';
 import { fmt, percentile } from './stats.js';
 
@@ -236,9 +237,59 @@ async function run(
   }
 }
 
+/** Peak RSS (VmHWM) of a process, in MB, from /proc (Linux). */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? Number.NaN : Number(m[1]) / 1024;
+}
+
+/** The real `touchstone serve` process (SQLite), so its memory is measured apart from the client. */
+async function runServerProcess(payload: Payload): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-proc-'));
+  writeFileSync(
+    join(dataDir, 'config.yaml'),
+    'log_level: warn\nlimits:\n  max_body_bytes: 67108864\ntraces:\n  redaction:\n    pii: [email, us-ssn, credit-card, phone]\n',
+  );
+  const port = await freePort();
+  const server = await startServer([
+    '--data-dir',
+    dataDir,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--config',
+    join(dataDir, 'config.yaml'),
+  ]);
+  try {
+    const url = `http://127.0.0.1:${port}/v1/traces`;
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < payload.bodies.length) {
+          const res = await fetch(url, {
+            method: 'POST',
+            body: payload.bodies[next++] as Buffer,
+            headers: { 'content-type': 'application/x-protobuf' },
+          });
+          await res.arrayBuffer();
+        }
+      }),
+    );
+    const secs = (performance.now() - t0) / 1000;
+    const spans = payload.bodies.length * payload.spansPerBody;
+    console.log(
+      `SQLite, separate server process: ${fmt(spans / secs, 0)} spans/s stored; server peak RSS ${fmt(peakRssMb(server.proc.pid as number), 0)} MB (budget ≤ 300 MB)`,
+    );
+  } finally {
+    server.proc.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 export async function main(): Promise<void> {
   const payload = buildPayload(TOTAL_SPANS);
   const sqlite = await run('SQLite', { driver: 'sqlite' }, payload);
+  await runServerProcess(payload);
   const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
   if (pg === undefined)
     console.log(
