@@ -4,7 +4,14 @@ import { systemClock } from '../core/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
-import { type TargetFlags, targetOptions, withTarget } from './target.js';
+import {
+  allPages,
+  localPage,
+  remotePage,
+  type TargetFlags,
+  targetOptions,
+  withTarget,
+} from './target.js';
 
 /** Runs against a server or the local data dir (see withTarget). */
 function withKeys<T>(
@@ -94,29 +101,14 @@ export function keysCommand(program: Command, io: CliIO): void {
       .description('List API keys (never their secrets).')
       .option('-p, --project <name>', 'only this project'),
   ).action(async (flags: TargetFlags & { project?: string }) => {
-    const all: ApiKey[] = [];
-    let token: string | undefined;
-    do {
-      const page = await withKeys(
+    const all = await allPages<ApiKey>((token) =>
+      withKeys(
         flags,
         io,
-        (c) => {
-          const q = new URLSearchParams({ page_size: '1000' });
-          if (flags.project !== undefined) q.set('project', flags.project);
-          if (token !== undefined) q.set('page_token', token);
-          return c
-            .call<{ keys: ApiKey[]; next_page_token?: string }>('GET', `v1alpha1/keys?${q}`)
-            .then((r) => ({ items: r.keys, nextPageToken: r.next_page_token }));
-        },
-        (k) =>
-          k.list(OPEN_PRINCIPAL, flags.project, {
-            pageSize: 1000,
-            ...(token === undefined ? {} : { pageToken: token }),
-          }),
-      );
-      all.push(...page.items);
-      token = page.nextPageToken;
-    } while (token !== undefined);
+        (c) => remotePage<ApiKey>(c, 'v1alpha1/keys', 'keys', flags.project, token),
+        (k) => k.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
+      ),
+    );
     io.stdout.write(
       flags.json
         ? `${JSON.stringify(all, null, 2)}\n`

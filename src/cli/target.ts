@@ -41,3 +41,45 @@ export function targetOptions(cmd: Command): Command {
     .option('--data-dir <dir>', 'data directory (local mode, default ./.touchstone)')
     .option('--json', 'print JSON');
 }
+
+export interface ListPage<T> {
+  items: T[];
+  nextPageToken?: string | undefined;
+}
+
+/** Follows page tokens until the last page; `fetchPage` reads one page (server or local). */
+export async function allPages<T>(
+  fetchPage: (pageToken: string | undefined) => Promise<ListPage<T>>,
+): Promise<T[]> {
+  const all: T[] = [];
+  let token: string | undefined;
+  do {
+    const page = await fetchPage(token);
+    all.push(...page.items);
+    token = page.nextPageToken;
+  } while (token !== undefined);
+  return all;
+}
+
+/** One page of a REST list (`GET path?project=&page_size=1000&page_token=`), items under `field`. */
+export async function remotePage<T>(
+  client: ApiClient,
+  path: string,
+  field: string,
+  project: string | undefined,
+  pageToken: string | undefined,
+): Promise<ListPage<T>> {
+  const q = new URLSearchParams({ page_size: '1000' });
+  if (project !== undefined) q.set('project', project);
+  if (pageToken !== undefined) q.set('page_token', pageToken);
+  const body = await client.call<Record<string, unknown> & { next_page_token?: string }>(
+    'GET',
+    `${path}?${q}`,
+  );
+  return { items: (body[field] ?? []) as T[], nextPageToken: body.next_page_token };
+}
+
+/** The local page request matching `remotePage`. */
+export function localPage(pageToken: string | undefined): { pageSize: number; pageToken?: string } {
+  return { pageSize: 1000, ...(pageToken === undefined ? {} : { pageToken }) };
+}

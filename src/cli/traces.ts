@@ -1,22 +1,12 @@
 import type { Command } from 'commander';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
-import type { EvalRecord } from '../core/index.js';
+import type { EvalRecord, TraceSummary } from '../core/index.js';
 import { TraceQueries } from '../ingest/index.js';
 import type { StoredTrace } from '../store/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { type TargetFlags, targetOptions, withTarget } from './target.js';
 
-interface Summary {
-  traceId: string;
-  service: string;
-  name: string;
-  startTime: string;
-  durationMs: number;
-  steps: number;
-  error: boolean;
-  labels: Record<string, string>;
-}
 
 interface ListFlags extends TargetFlags {
   project?: string;
@@ -70,14 +60,14 @@ export function tracesCommand(program: Command, io: CliIO): void {
       ...(flags.error === undefined ? {} : { error: true }),
       ...(flags.source === undefined ? {} : { source: flags.source }),
     };
-    const items: Summary[] = await withTarget(
+    const items: TraceSummary[] = await withTarget(
       flags,
       io,
       async (c) => {
         const q = new URLSearchParams({ page_size: String(limit) });
         for (const [k, v] of Object.entries(filter)) q.set(k, String(v));
         for (const [k, v] of Object.entries(labels)) q.append('labels', `${k}=${v}`);
-        return (await c.call<{ traces: Summary[] }>('GET', `v1alpha1/traces?${q}`)).traces;
+        return (await c.call<{ traces: TraceSummary[] }>('GET', `v1alpha1/traces?${q}`)).traces;
       },
       async (store) =>
         (
@@ -116,7 +106,7 @@ export function tracesCommand(program: Command, io: CliIO): void {
       .argument('<trace-id>', '32-character hex trace id')
       .option('-p, --project <name>', 'project'),
   ).action(async (traceId: string, flags: TargetFlags & { project?: string }) => {
-    const found = await withTarget<{ trace: Summary | StoredTrace; record: EvalRecord }>(
+    const found = await withTarget<{ trace: TraceSummary | StoredTrace; record: EvalRecord }>(
       flags,
       io,
       (c) =>

@@ -15,7 +15,14 @@ import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { configFromFlags } from './serve.js';
-import { type TargetFlags, targetOptions, withTarget } from './target.js';
+import {
+  allPages,
+  localPage,
+  remotePage,
+  type TargetFlags,
+  targetOptions,
+  withTarget,
+} from './target.js';
 
 interface Flags extends TargetFlags {
   project?: string;
@@ -132,32 +139,14 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
       .description("List a project's webhooks (never their secrets).")
       .option('-p, --project <name>', 'project'),
   ).action(async (flags: Flags) => {
-    const all: WebhookView[] = [];
-    let token: string | undefined;
-    do {
-      const page = await withWebhooks(
+    const all = await allPages<WebhookView>((token) =>
+      withWebhooks(
         flags,
         io,
-        (c) => {
-          const q = new URLSearchParams({ page_size: '1000' });
-          if (flags.project !== undefined) q.set('project', flags.project);
-          if (token !== undefined) q.set('page_token', token);
-          return c
-            .call<{ webhooks: WebhookView[]; next_page_token?: string }>(
-              'GET',
-              `v1alpha1/webhooks?${q}`,
-            )
-            .then((r) => ({ items: r.webhooks, nextPageToken: r.next_page_token }));
-        },
-        (s) =>
-          s.list(OPEN_PRINCIPAL, flags.project, {
-            pageSize: 1000,
-            ...(token === undefined ? {} : { pageToken: token }),
-          }),
-      );
-      all.push(...page.items);
-      token = page.nextPageToken;
-    } while (token !== undefined);
+        (c) => remotePage<WebhookView>(c, 'v1alpha1/webhooks', 'webhooks', flags.project, token),
+        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
+      ),
+    );
     print(
       io,
       flags,
