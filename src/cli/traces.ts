@@ -7,7 +7,6 @@ import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { type TargetFlags, targetOptions, withTarget } from './target.js';
 
-
 interface ListFlags extends TargetFlags {
   project?: string;
   service?: string;
