@@ -17,7 +17,8 @@ import {
   TraceCompleter,
   TraceQueries,
 } from './ingest/index.js';
-import { createHttpClient, type HttpClient } from './net/index.js';
+import { createHttpClient, createOutboundGuard, type HttpClient } from './net/index.js';
+import { PolicyEngine, PolicyService, ScoreQueries } from './policies/index.js';
 import { compileRedaction } from './redaction/index.js';
 import { openStore, type Store } from './store/index.js';
 import { createWebhooks, type Webhooks } from './webhooks/index.js';
@@ -47,6 +48,9 @@ export interface App {
   readonly completer: TraceCompleter;
   /** Webhook service, event emitter and dispatcher (started by `listen()`, or `tick()` in tests). */
   readonly webhooks: Webhooks;
+  /** The online scoring engine (started by `listen()` unless `online.enabled` is false; `tick()` in tests). */
+  readonly engine: PolicyEngine;
+  readonly policies: PolicyService;
   /** Starts listening; resolves to the bound address (`127.0.0.1:4318`). */
   listen(): Promise<string>;
   /** Stops accepting, drains in-flight requests (bounded), closes the store. Safe twice. */
@@ -76,6 +80,33 @@ export function createEvaluationService(
     ...(deps.observer === undefined ? {} : { observer: deps.observer }),
     onError: (err, evaluator) => deps.logger.warn({ err, evaluator }, 'evaluator failed'),
     maxRecords: config.limits.max_evaluate_records,
+  });
+}
+
+/** The policy resource's service as configured (the server and the CLI's local mode build it). */
+export function createPolicyService(
+  config: Readonly<Config>,
+  deps: {
+    store: Store;
+    clock: Clock;
+    evaluation: EvaluationService;
+    logger: Logger;
+    onChange?: () => void;
+  },
+): PolicyService {
+  return new PolicyService({
+    store: deps.store,
+    clock: deps.clock,
+    registry: deps.evaluation.registry,
+    resolveJudge: (name, path) => deps.evaluation.resolveJudge(name, path),
+    // The same checks as webhook URLs: alert webhooks are delivered by the webhook dispatcher.
+    guard: createOutboundGuard({
+      allowHosts: config.webhooks.allow_hosts,
+      requireHttps: false,
+      setting: 'webhooks.allow_hosts',
+    }),
+    logger: deps.logger,
+    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
   });
 }
 
@@ -136,7 +167,10 @@ async function assemble(
             rules,
           },
           fallback: completer,
-          onCompleted: (n) => metrics.onCompleted(n),
+          onCompleted: (n) => {
+            metrics.onCompleted(n);
+            engine.wake();
+          },
           logger,
         })
       : completer;
@@ -160,6 +194,56 @@ async function assemble(
     'Age of the oldest webhook delivery not yet delivered or failed; 0 when none.',
     async () => (await webhooks.service.queueStats()).oldestAgeSeconds,
   );
+  const engine = new PolicyEngine({
+    store,
+    clock,
+    registry: evaluation.registry,
+    judge: (name) => evaluation.findJudge(name),
+    events: webhooks.emitter,
+    observer: metrics,
+    logger,
+    options: {
+      concurrency: config.online.concurrency,
+      batchSize: config.online.batch_size,
+      visibilityMs: config.online.visibility_timeout,
+      pollMs: config.online.poll_interval,
+    },
+  });
+  const policies = createPolicyService(config, {
+    store,
+    clock,
+    evaluation,
+    logger,
+    onChange: () => {
+      engine.invalidate();
+      engine.wake();
+    },
+  });
+  metrics.gauge(
+    'touchstone_online_queue_depth',
+    'Trace versions waiting for online scoring (work items).',
+    async () => (await store.work.stats()).depth,
+  );
+  metrics.gauge(
+    'touchstone_online_oldest_item_age_seconds',
+    'Age of the oldest work item waiting for online scoring; 0 when none.',
+    async () => {
+      const { oldestCreatedAt } = await store.work.stats();
+      return oldestCreatedAt === undefined
+        ? 0
+        : Math.max(0, (clock.now() - oldestCreatedAt) / 1000);
+    },
+  );
+  metrics.labelledGauge(
+    'touchstone_policy_alert_firing',
+    'Policy alerts: 1 while firing, 0 otherwise.',
+    ['project', 'policy', 'metric'],
+    async () =>
+      (await store.alerts.states()).map((s) => ({
+        labels: { project: s.project, policy: s.policy, metric: s.metric },
+        value: s.firing ? 1 : 0,
+      })),
+  );
   const server = await buildServer({
     logger,
     bodyLimit: config.limits.max_body_bytes,
@@ -171,6 +255,8 @@ async function assemble(
     traces: new TraceQueries(store),
     maxAttributeBytes: config.traces.max_attribute_bytes,
     webhooks: webhooks.service,
+    policies,
+    scores: new ScoreQueries(store),
     ready: async () => {
       await store.ping();
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');
@@ -189,6 +275,7 @@ async function assemble(
         await server.close();
         await completion.shutdown();
         await completer.shutdown();
+        await engine.shutdown();
       } finally {
         clearTimeout(timer);
         // Before the store: interrupted attempts are recorded so another replica resends them.
@@ -209,11 +296,14 @@ async function assemble(
     logger,
     completer,
     webhooks,
+    engine,
+    policies,
     async listen() {
       const { host, port } = splitListen(config.listen);
       await server.listen({ host, port });
       completion.start();
       webhooks.dispatcher.start();
+      if (config.online.enabled) engine.start();
       const addr = server.server.address();
       if (addr === null || typeof addr === 'string') return config.listen;
       return addr.family === 'IPv6'

@@ -38,7 +38,60 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
   { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: [...ROLES] },
+  {
+    name: 'apply policy',
+    call: { method: 'POST', url: '/v1alpha1/policies', body: policy('applied') },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'validate policy',
+    call: { method: 'POST', url: '/v1alpha1/policies?validate_only=true', body: policy('dry') },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list policies',
+    call: { method: 'GET', url: '/v1alpha1/policies' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'get policy',
+    call: { method: 'GET', url: '/v1alpha1/policies/kept' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'delete policy',
+    call: { method: 'DELETE', url: '/v1alpha1/policies/DELETE_ME' },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'rescore policy',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/policies/kept:rescore',
+      body: { since: '2026-01-01T00:00:00Z' },
+    },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list scores',
+    call: { method: 'GET', url: '/v1alpha1/scores' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list traces',
+    call: { method: 'GET', url: '/v1alpha1/traces' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
 ];
+
+function policy(name: string) {
+  return {
+    apiVersion: 'touchstone.dev/v1alpha1',
+    kind: 'OnlineEvalPolicy',
+    metadata: { name },
+    spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+  };
+}
 
 describe('API keys and roles (auth section present)', () => {
   let t: TestApp;
@@ -51,6 +104,7 @@ describe('API keys and roles (auth section present)', () => {
         await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: [role], name: role })
       ).secret;
     }
+    await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
   });
   afterAll(() => t.close());
 
@@ -88,6 +142,10 @@ describe('API keys and roles (auth section present)', () => {
             roles: ['viewer'],
           });
           call = { ...call, url: call.url.replace('REVOKE_ME', victim.key.id) };
+        }
+        if (call.url.includes('DELETE_ME')) {
+          await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
+          call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
         }
         const res = await send(call, secrets[role]);
         if (allowed) {

@@ -1,14 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Result } from '../core/index.js';
 import type { EvaluationObserver } from '../evaluators/index.js';
 import type { IngestObserver } from '../ingest/index.js';
+import type { PolicyEngineObserver } from '../policies/index.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
 
 /**
  * Prometheus metrics: process metrics, HTTP requests by route and status, evaluator outcomes and
  * durations. One registry per app so tests can build several apps in one process.
  */
-export class Metrics implements EvaluationObserver, IngestObserver, WebhookObserver {
+export class Metrics
+  implements EvaluationObserver, IngestObserver, WebhookObserver, PolicyEngineObserver
+{
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
@@ -21,6 +25,42 @@ export class Metrics implements EvaluationObserver, IngestObserver, WebhookObser
   private readonly storeDuration: Histogram;
   private readonly tracesCompleted: Counter;
   private readonly webhookAttempts: Counter<'outcome'>;
+  private readonly policySelected = this.counter(
+    'touchstone_policy_traces_selected_total',
+    'Traces a policy selector matched (before sampling).',
+    ['project', 'policy'],
+  );
+  private readonly policySampledOut = this.counter(
+    'touchstone_policy_traces_sampled_out_total',
+    'Selected traces left out by sampling.',
+    ['project', 'policy'],
+  );
+  private readonly policyScored = this.counter(
+    'touchstone_policy_traces_scored_total',
+    'Trace versions a policy stored results for.',
+    ['project', 'policy'],
+  );
+  private readonly policyResults = this.counter(
+    'touchstone_policy_results_total',
+    'Evaluator results stored by online policies, by outcome.',
+    ['project', 'policy', 'outcome'],
+  );
+  private readonly policyExpressionErrors = this.counter(
+    'touchstone_policy_expression_errors_total',
+    'CEL evaluations that failed (counted as "does not select" or "stage skipped"), by field.',
+    ['project', 'policy', 'field'],
+  );
+  private readonly onlinePostponed = this.counter(
+    'touchstone_online_postponed_total',
+    'Work items put back for later: rate_limited (a judge asked to wait) or trace_open.',
+    ['reason'],
+  );
+  private readonly onlineFreshness = new Histogram({
+    name: 'touchstone_online_freshness_seconds',
+    help: 'Time from a trace version being complete to its online results being stored.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
 
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -115,6 +155,35 @@ export class Metrics implements EvaluationObserver, IngestObserver, WebhookObser
     this.webhookAttempts.inc({ outcome });
   }
 
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
+    return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  onSelected(project: string, policy: string): void {
+    this.policySelected.inc({ project, policy });
+  }
+
+  onSampledOut(project: string, policy: string): void {
+    this.policySampledOut.inc({ project, policy });
+  }
+
+  onScored(project: string, policy: string, results: readonly Result[]): void {
+    this.policyScored.inc({ project, policy });
+    for (const r of results) this.policyResults.inc({ project, policy, outcome: r.outcome });
+  }
+
+  onExpressionError(project: string, policy: string, field: string): void {
+    this.policyExpressionErrors.inc({ project, policy, field });
+  }
+
+  onFreshness(seconds: number): void {
+    this.onlineFreshness.observe(seconds);
+  }
+
+  onPostponed(reason: 'rate_limited' | 'trace_open'): void {
+    this.onlinePostponed.inc({ reason });
+  }
+
   /** A gauge read from the database at scrape time, so every replica reports the same value. */
   gauge(name: string, help: string, read: () => Promise<number>): void {
     new Gauge({
@@ -123,6 +192,26 @@ export class Metrics implements EvaluationObserver, IngestObserver, WebhookObser
       registers: [this.registry],
       async collect() {
         this.set(await read());
+      },
+    });
+  }
+
+  /** A labelled gauge read at scrape time; series not returned by `read` are dropped. */
+  labelledGauge<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    read: () => Promise<{ labels: Record<L, string>; value: number }[]>,
+  ): void {
+    new Gauge<L>({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      async collect() {
+        const series = await read();
+        this.reset();
+        for (const s of series) this.set(s.labels as Partial<Record<L, string>>, s.value);
       },
     });
   }

@@ -3,6 +3,7 @@ import type { KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import type { IngestService, TraceQueries } from '../ingest/index.js';
+import type { PolicyService, ScoreQueries } from '../policies/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
@@ -13,6 +14,8 @@ import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
 import { otlpRoutes } from './routes/otlp.js';
+import { policyRoutes } from './routes/policies.js';
+import { scoreRoutes } from './routes/scores.js';
 import { traceRoutes } from './routes/traces.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
@@ -27,6 +30,8 @@ export interface ServerDeps {
   traces: TraceQueries;
   maxAttributeBytes: number;
   webhooks: WebhookService;
+  policies: PolicyService;
+  scores: ScoreQueries;
   ready(): Promise<void>;
 }
 
@@ -83,6 +88,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   await app.register(evaluateRoutes, { evaluation: deps.evaluation });
   await app.register(traceRoutes, { traces: deps.traces });
   await app.register(webhookRoutes, { webhooks: deps.webhooks });
+  await app.register(policyRoutes, { policies: deps.policies });
+  await app.register(scoreRoutes, { scores: deps.scores, traces: deps.traces });
   await app.register(otlpRoutes, {
     ingest: deps.ingest,
     bodyLimit: deps.bodyLimit,

@@ -3,6 +3,7 @@
  * API keys, roles → permissions, and the principal every request acts as. Owns key secrets
  * (hashed at rest). Imports core and store ports only; never api/.
  */
+export { type AuditLogger, audited } from './audit.js';
 export { AuthErrors } from './error-codes.js';
 export {
   type ApiKey,
@@ -16,6 +17,7 @@ export {
   authorize,
   coversTrace,
   DEFAULT_PROJECT,
+  grantFilter,
   keyPrincipal,
   OPEN_PRINCIPAL,
   type Principal,

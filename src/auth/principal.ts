@@ -56,6 +56,23 @@ export function coversTrace(
 }
 
 /**
+ * A read filter narrowed to the principal's grant: its services, and its labels merged into the
+ * requested ones. Undefined when the requested labels contradict the grant (nothing is visible).
+ */
+export function grantFilter(
+  principal: Principal,
+  labels: Readonly<Record<string, string>> | undefined,
+): { labels: Record<string, string>; services?: readonly string[] } | undefined {
+  const scope = principal.scope;
+  const merged = { ...(labels ?? {}) };
+  for (const [k, v] of Object.entries(scope?.labels ?? {})) {
+    if (merged[k] !== undefined && merged[k] !== v) return undefined;
+    merged[k] = v;
+  }
+  return { labels: merged, ...(scope?.services === undefined ? {} : { services: scope.services }) };
+}
+
+/**
  * Checks a permission and settles which project the operation acts on: the one the request names,
  * else the key's own, else `default`. Returns that project.
  */

@@ -9,6 +9,8 @@ import { evaluateCommand } from './evaluate.js';
 import { EXIT } from './exit-codes.js';
 import { type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
+import { policyCommand } from './policy.js';
+import { scoresCommand } from './scores.js';
 import { serveCommand } from './serve.js';
 import { tracesCommand } from './traces.js';
 import { webhookCommand } from './webhook.js';
@@ -47,6 +49,8 @@ export async function runCli(
   evaluateCommand(program, io, stdin);
   tracesCommand(program, io);
   webhookCommand(program, io, stdin);
+  policyCommand(program, io, stdin);
+  scoresCommand(program, io);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

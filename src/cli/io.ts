@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import YAML from 'yaml';
 import { isTouchstoneError } from '../core/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
@@ -41,4 +43,29 @@ export function table(headers: string[], rows: string[][]): string {
       .join('  ')
       .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n');
+}
+
+/** The documents of a YAML or JSON resource file (`-` for stdin); empty documents are skipped. */
+export function readResources(file: string, stdin: () => string): unknown[] {
+  let text: string;
+  try {
+    text = file === '-' ? stdin() : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliExit(EXIT.USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+  const docs = YAML.parseAllDocuments(text);
+  const out: unknown[] = [];
+  for (const [i, doc] of (Array.isArray(docs) ? docs : [docs]).entries()) {
+    const error = doc.errors[0];
+    if (error !== undefined) {
+      throw new CliExit(
+        EXIT.USAGE,
+        `${file} (document ${i + 1}) is not YAML or JSON: ${error.message}`,
+      );
+    }
+    const value: unknown = doc.toJS();
+    if (value !== null && value !== undefined) out.push(value);
+  }
+  if (out.length === 0) throw new CliExit(EXIT.USAGE, `${file} holds no resource`);
+  return out;
 }

@@ -19,7 +19,7 @@ interface ListFlags extends TargetFlags {
   limit: string;
 }
 
-function labelMap(pairs: string[] | undefined): Record<string, string> {
+export function labelMap(pairs: string[] | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const pair of pairs ?? []) {
     const eq = pair.indexOf('=');

@@ -1,7 +1,5 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import YAML from 'yaml';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import {
@@ -13,7 +11,7 @@ import {
 } from '../webhooks/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
-import { CliExit, type CliIO, table } from './io.js';
+import { CliExit, type CliIO, readResources, table } from './io.js';
 import { configFromFlags } from './serve.js';
 import {
   allPages,
@@ -57,20 +55,6 @@ function path(name: string, flags: Flags, suffix = '', query: Record<string, str
   return `v1alpha1/webhooks/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
 }
 
-function readResource(file: string, stdin: () => string): unknown {
-  let text: string;
-  try {
-    text = file === '-' ? stdin() : readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new CliExit(EXIT.USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`);
-  }
-  try {
-    return YAML.parse(text);
-  } catch (err) {
-    throw new CliExit(EXIT.USAGE, `${file} is not YAML or JSON: ${(err as Error).message}`);
-  }
-}
-
 function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
   io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
 }
@@ -104,7 +88,9 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
       .option('-p, --project <name>', 'project, unless the file names one')
       .option('--dry-run', 'check the webhook without storing it'),
   ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
-    const resource = readResource(flags.file, stdin);
+    const docs = readResources(flags.file, stdin);
+    if (docs.length > 1) throw new CliExit(EXIT.USAGE, `${flags.file}: one webhook per file`);
+    const resource = docs[0];
     const applied = await withWebhooks(
       flags,
       io,

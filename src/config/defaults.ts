@@ -14,6 +14,12 @@ export const DEFAULTS = {
     maxAge: '5m',
     maxAttributeBytes: 64 * 1024,
   },
+  online: {
+    concurrency: 8,
+    batchSize: 64,
+    visibilityTimeout: '60s',
+    pollInterval: '250ms',
+  },
   webhooks: {
     maxAttempts: 6,
     timeout: '10s',

@@ -99,6 +99,21 @@ export const ConfigSchema = z
         max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
       })
       .prefault({}),
+    /** The online scoring engine (every replica runs one; claims are exclusive). */
+    online: z
+      .strictObject({
+        /** Set false on replicas that should only ingest and serve. */
+        enabled: z.boolean().default(true),
+        /** Traces scored at once per replica (judge stages wait on the network). */
+        concurrency: z.int().min(1).max(256).default(DEFAULTS.online.concurrency),
+        /** Work items claimed per round trip. */
+        batch_size: z.int().min(1).max(1000).default(DEFAULTS.online.batchSize),
+        /** A claimed item hidden this long; a replica that died loses it after. */
+        visibility_timeout: durationMs.prefault(DEFAULTS.online.visibilityTimeout),
+        /** How often the queue is polled when nothing wakes the engine. */
+        poll_interval: durationMs.prefault(DEFAULTS.online.pollInterval),
+      })
+      .prefault({}),
     webhooks: z
       .strictObject({
         max_attempts: z.int().min(1).max(20).default(DEFAULTS.webhooks.maxAttempts),

@@ -1,4 +1,5 @@
 import type { EvalRecord } from './record.js';
+import type { Attributes } from './span.js';
 
 /** The summary of a trace: list views, filters, selectors, webhook payloads. */
 export interface TraceSummary {
@@ -19,8 +20,19 @@ export interface TraceSummary {
   labels: Record<string, string>;
 }
 
+/**
+ * What policy selectors read beyond the summary and the record: the root span's attributes and
+ * its resource (bytes as base64 text, so the value survives JSON).
+ */
+export interface TraceRoot {
+  attributes: Attributes;
+  resource: Attributes;
+}
+
 /** A trace read into the Record every evaluator sees, plus its summary. */
 export interface NormalizedTrace {
   record: EvalRecord;
   summary: TraceSummary;
+  /** Absent for traces normalized without their root (tests, direct records). */
+  root?: TraceRoot;
 }

@@ -55,8 +55,19 @@ export interface PreparedEvaluation {
 export class EvaluationService {
   constructor(private readonly deps: EvaluationServiceDeps) {}
 
+  /** The evaluator types this service binds references against. */
+  get registry(): EvaluatorRegistry {
+    return this.deps.registry;
+  }
+
   evaluatorTypes(): EvaluatorFactory[] {
     return this.deps.registry.list();
+  }
+
+  /** The judge of this name (or the default); undefined when there is none (no throw). */
+  findJudge(name: string | undefined): Judge | undefined {
+    const wanted = name ?? this.deps.defaultJudge;
+    return wanted === undefined ? undefined : this.deps.judges.get(wanted);
   }
 
   /** Resolves a judge name (or the default); undefined when none is configured. */

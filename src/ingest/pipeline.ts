@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Clock, EvalRecord, NormalizedTrace, Span } from '../core/index.js';
-import type { CompletionRules, PendingTrace, SpanBatch, Store } from '../store/index.js';
+import type {
+  CompletionRules,
+  NewWorkItem,
+  PendingTrace,
+  SpanBatch,
+  Store,
+} from '../store/index.js';
 import type { DecodedSpans } from './types.js';
 
 /**
@@ -97,12 +103,6 @@ export interface CompleterDeps {
   rules: CompletionRules;
   normalize: TraceNormalizer;
   observer?: IngestObserver;
-  /** Called once per completed trace whose content changed (the online engine's hook). */
-  onTraceCompleted?: (
-    trace: PendingTrace,
-    normalized: NormalizedTrace,
-    digest: string,
-  ) => Promise<void> | void;
   logger?: { warn(obj: object, msg: string): void };
   /** Poll interval; default 250 ms. */
   intervalMs?: number;
@@ -163,20 +163,30 @@ export class TraceCompleter {
         const normalized = this.deps.normalize(spans[i] ?? [], pending);
         return { pending, normalized, digest: recordDigest(normalized.record) };
       });
-      const results = await store.withTransaction(async (tx) => {
-        const out = [];
-        for (const d of done)
-          out.push(await tx.traces.complete(d.pending, d.normalized, d.digest, clock.now()));
-        return out;
+      // A changed version gets its online-scoring work item in the transaction that stores it, so
+      // a stored trace is never left unqueued (DESIGN §1).
+      const progressed = await store.withTransaction(async (tx) => {
+        const now = clock.now();
+        const items: NewWorkItem[] = [];
+        let completed = 0;
+        for (const d of done) {
+          const result = await tx.traces.complete(d.pending, d.normalized, d.digest, now);
+          if (!result.completed) continue;
+          completed++;
+          if (result.changed) {
+            items.push({
+              project: d.pending.project,
+              traceId: d.pending.traceId,
+              digest: d.digest,
+              policy: '',
+              replace: false,
+              traceCompletedAt: now,
+            });
+          }
+        }
+        if (items.length > 0) await tx.work.enqueue(items, now);
+        return completed;
       });
-      let progressed = 0;
-      for (const [i, result] of results.entries()) {
-        if (!result.completed) continue;
-        progressed++;
-        const d = done[i];
-        if (result.changed && d !== undefined)
-          await this.deps.onTraceCompleted?.(d.pending, d.normalized, d.digest);
-      }
       total += progressed;
       this.deps.observer?.onCompleted(progressed);
       if (due.length < size || progressed === 0) return total;

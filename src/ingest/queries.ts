@@ -1,4 +1,4 @@
-import { authorize, coversTrace, type Principal } from '../auth/index.js';
+import { authorize, coversTrace, grantFilter, type Principal } from '../auth/index.js';
 import type { EvalRecord } from '../core/index.js';
 import type { Page, PageRequest, Store, StoredTrace, TraceFilter } from '../store/index.js';
 import { IngestErrors } from './error-codes.js';
@@ -13,22 +13,10 @@ export class TraceQueries {
     page: PageRequest,
   ): Promise<Page<StoredTrace>> {
     const project = authorize(principal, 'traces.read', filter.project);
-    const scope = principal.scope;
-    const labels = { ...(filter.labels ?? {}) };
-    for (const [k, v] of Object.entries(scope?.labels ?? {})) {
-      // A filter that contradicts the grant matches nothing the caller may see.
-      if (labels[k] !== undefined && labels[k] !== v) return { items: [] };
-      labels[k] = v;
-    }
-    return this.store.traces.list(
-      {
-        ...filter,
-        project,
-        labels,
-        ...(scope?.services === undefined ? {} : { services: scope.services }),
-      },
-      page,
-    );
+    // A filter that contradicts the grant matches nothing the caller may see.
+    const grant = grantFilter(principal, filter.labels);
+    if (grant === undefined) return { items: [] };
+    return this.store.traces.list({ ...filter, project, ...grant }, page);
   }
 
   /** A trace the caller may see, else TRACE_NOT_FOUND (never "forbidden": existence is not leaked). */

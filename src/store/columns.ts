@@ -1,4 +1,6 @@
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { CoreErrors } from '../core/index.js';
+import type { StoreDialect } from './ports.js';
 
 /** Column encodings shared by the repositories (see schema.ts for why times are epoch ms). */
 
@@ -19,4 +21,18 @@ export function toMillisOrNull(iso: string | undefined, field: string): number |
 
 export function toIso(ms: number): string {
   return new Date(ms).toISOString();
+}
+
+/**
+ * `labels` (a JSON object column) has `key` = `value`; the same text as the traces list, so the
+ * scores list filters labels the same way.
+ */
+export function labelEquals(
+  dialect: StoreDialect,
+  key: string,
+  value: string,
+): Expression<SqlBool> {
+  return dialect === 'postgres'
+    ? sql<SqlBool>`(labels::jsonb ->> ${key}) = ${value}`
+    : sql<SqlBool>`json_extract(labels, ${`$."${key.replaceAll('"', '""')}"`}) = ${value}`;
 }

@@ -1,17 +1,28 @@
 import { CoreErrors } from '../core/index.js';
 import type { PageRequest } from './ports.js';
 
-/** Keyset paging: a token is the (time, id) of the last item served, opaque to callers. */
+/**
+ * Keyset paging: a token is the (time, id) of the last item served, opaque to callers, plus the
+ * project where the order spans projects (the same id can exist in two).
+ */
 
 export const MAX_PAGE_SIZE = 1000;
 
 export interface PagePosition {
   at: number;
   id: string;
+  project?: string;
 }
 
 export function encodePageToken(pos: PagePosition): string {
-  return Buffer.from(JSON.stringify([pos.at, pos.id])).toString('base64url');
+  const parts = pos.project === undefined ? [pos.at, pos.id] : [pos.at, pos.id, pos.project];
+  return Buffer.from(JSON.stringify(parts)).toString('base64url');
+}
+
+function malformed(): Error {
+  return CoreErrors.INVALID_ARGUMENT('page_token is not a token this server issued', {
+    details: [{ path: 'page_token', message: 'malformed page token' }],
+  });
 }
 
 export function decodePageToken(token: string | undefined): PagePosition | undefined {
@@ -24,15 +35,25 @@ export function decodePageToken(token: string | undefined): PagePosition | undef
   }
   if (
     Array.isArray(parsed) &&
-    parsed.length === 2 &&
+    (parsed.length === 2 || (parsed.length === 3 && typeof parsed[2] === 'string')) &&
     Number.isSafeInteger(parsed[0]) &&
     typeof parsed[1] === 'string'
   ) {
-    return { at: parsed[0] as number, id: parsed[1] };
+    const pos: PagePosition = { at: parsed[0] as number, id: parsed[1] };
+    if (parsed.length === 3) pos.project = parsed[2] as string;
+    return pos;
   }
-  throw CoreErrors.INVALID_ARGUMENT('page_token is not a token this server issued', {
-    details: [{ path: 'page_token', message: 'malformed page token' }],
-  });
+  throw malformed();
+}
+
+/** A token of a list ordered across projects: its project part is required. */
+export function decodeProjectPageToken(
+  token: string | undefined,
+): Required<PagePosition> | undefined {
+  const pos = decodePageToken(token);
+  if (pos === undefined) return undefined;
+  if (pos.project === undefined) throw malformed();
+  return { at: pos.at, id: pos.id, project: pos.project };
 }
 
 export function pageLimit(page: PageRequest): number {

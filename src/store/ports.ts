@@ -12,7 +12,15 @@
  *   `ALREADY_EXISTS` when a unique key is taken.
  */
 
-import type { EvalRecord, NormalizedTrace, Role, Span, TraceSummary } from '../core/index.js';
+import type {
+  EvalRecord,
+  NormalizedTrace,
+  Result,
+  Role,
+  Span,
+  TraceRoot,
+  TraceSummary,
+} from '../core/index.js';
 
 export type { Role } from '../core/index.js';
 
@@ -191,11 +199,18 @@ export interface TraceStore {
   ): Promise<CompletionResult>;
   /** Completed traces, newest first. */
   list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>>;
-  /** A completed trace with its record. */
+  /** A completed trace with its record (and its root, what selectors read). */
   get(
     project: string,
     traceId: string,
-  ): Promise<{ trace: StoredTrace; record: EvalRecord } | undefined>;
+  ): Promise<{ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined>;
+  /** Completed traces started at or after `since` (rescore), oldest first, by (start, id). */
+  listVersions(
+    project: string,
+    since: number,
+    after: { startMs: number; traceId: string } | undefined,
+    limit: number,
+  ): Promise<{ traceId: string; digest: string; startMs: number }[]>;
   /** Traces not yet complete. */
   countOpen(): Promise<number>;
 }
@@ -237,6 +252,11 @@ export interface NewDelivery {
   runId?: string;
   traceId?: string;
   policy?: string;
+  /**
+   * Sends to this URL, unsigned, instead of the webhook's (a policy's own `alerts[].webhook`);
+   * `webhookId` then names the policy alert (`policy:<name>`) and no webhook row is read.
+   */
+  targetUrl?: string;
   /** Also when the first attempt is due. */
   createdAt: string;
 }
@@ -259,6 +279,8 @@ export interface DeliveryRecord {
   runId?: string;
   traceId?: string;
   policy?: string;
+  /** A policy alert's own URL (see `NewDelivery.targetUrl`). */
+  targetUrl?: string;
   createdAt: string;
   finishedAt?: string;
 }
@@ -346,6 +368,196 @@ export interface WebhookStore {
   queueStats(): Promise<{ depth: number; oldestCreatedAt?: string }>;
 }
 
+/** An OnlineEvalPolicy as stored: the declarative resource as applied, with its bookkeeping. */
+export interface PolicyRecord {
+  project: string;
+  name: string;
+  /** The resource (`apiVersion`, `kind`, `metadata`, `spec`) as validated at apply. */
+  resource: Record<string, unknown>;
+  /** 1 on create, +1 on every apply that changes the resource; compiled forms cache by it. */
+  generation: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface PolicyStore {
+  /**
+   * Creates the policy, or replaces the one with the same (project, name); the generation moves
+   * only when the resource differs from the stored one (key order aside: the resource is stored
+   * with its keys sorted). Applying an unchanged resource changes nothing, `updatedAt` included.
+   */
+  upsert(
+    project: string,
+    name: string,
+    resource: Record<string, unknown>,
+    now: number,
+  ): Promise<{ policy: PolicyRecord; created: boolean }>;
+  get(project: string, name: string): Promise<PolicyRecord | undefined>;
+  /** One project's policies by name. Throws INVALID_ARGUMENT for a malformed page token. */
+  list(project: string, page: PageRequest): Promise<Page<PolicyRecord>>;
+  /** Every policy of a project (what the engine runs), by name. */
+  listAll(project: string): Promise<PolicyRecord[]>;
+  /** Every policy's (project, name, generation): the engine's cheap check that its cache is current. */
+  versions(): Promise<{ project: string; name: string; generation: number }[]>;
+  /** Returns false when there was none. Stored results, windows and alert states stay. */
+  delete(project: string, name: string): Promise<boolean>;
+}
+
+/**
+ * A unit of online scoring: one version (digest) of one completed trace. `policy` is empty for
+ * the normal case (every policy of the project) and names one policy for a rescore.
+ */
+export interface NewWorkItem {
+  project: string;
+  traceId: string;
+  digest: string;
+  policy: string;
+  /** Rescore: replace results stored for this (trace, policy, digest) instead of skipping. */
+  replace: boolean;
+  /** When the trace version was completed (freshness is measured from here). */
+  traceCompletedAt: number;
+}
+
+export interface WorkItem extends NewWorkItem {
+  id: string;
+  /** Claims so far, this one included. */
+  attempts: number;
+  /** Fencing token: only the holder of the latest claim can complete or postpone the item. */
+  claim: string;
+  createdAt: number;
+}
+
+export interface WorkQueue {
+  /**
+   * Queues items; an item with the same (project, trace, digest, policy) already queued is kept
+   * as is. Returns how many were added.
+   */
+  enqueue(items: readonly NewWorkItem[], now: number): Promise<number>;
+  /**
+   * Claims up to `limit` items visible at `now`, oldest first, hiding them until `hideUntil`
+   * (visibility timeout: an item whose worker died is claimed again after it). Each claim gets
+   * the token `claim`. One statement (`FOR UPDATE SKIP LOCKED` on PostgreSQL), so two workers
+   * never claim the same item at once.
+   */
+  claim(now: number, limit: number, hideUntil: number, claim: string): Promise<WorkItem[]>;
+  /** Deletes the item if `claim` still holds it; false when another worker claimed it since. */
+  complete(id: string, claim: string): Promise<boolean>;
+  /**
+   * Makes the item visible again at `visibleAt` (a rate-limited judge), if `claim` holds it. The
+   * claim stays counted in `attempts`.
+   */
+  postpone(id: string, claim: string, visibleAt: number): Promise<boolean>;
+  /** Queued items, and when the oldest was queued. */
+  stats(): Promise<{ depth: number; oldestCreatedAt?: number }>;
+}
+
+/** One policy's results for one trace version, stored together. */
+export interface PolicyResults {
+  project: string;
+  traceId: string;
+  policy: string;
+  digest: string;
+  results: readonly Result[];
+  scoredAt: number;
+}
+
+export interface ScoreFilter {
+  project?: string;
+  service?: string;
+  /** Restricts to these services (a key's grant). */
+  services?: readonly string[];
+  policy?: string;
+  evaluator?: string;
+  /** Epoch ms: traces scored at or after. */
+  since?: number;
+  labels?: Record<string, string>;
+}
+
+/** One trace with its latest results per policy. */
+export interface ScoredTrace {
+  trace: StoredTrace;
+  /** When any policy last stored results for it. */
+  scoredAt: string;
+  policies: { policy: string; digest: string; scoredAt: string; results: Result[] }[];
+}
+
+export interface ResultStore {
+  /**
+   * Stores one policy's results for a trace version and marks the trace scored (its `scoredAt`
+   * only moves forward). With `replace`, results already stored for that (trace, policy, digest)
+   * are deleted first; without it they win and nothing is written (returns false): a version is
+   * scored once per policy, also when two writers race. An empty `results` stores nothing and
+   * returns false; two results with one evaluator name throw INVALID_ARGUMENT.
+   */
+  insert(results: PolicyResults, replace: boolean): Promise<boolean>;
+  /** The policies that already have results for this trace version. */
+  scoredPolicies(project: string, traceId: string, digest: string): Promise<Set<string>>;
+  /**
+   * Completed traces with results, most recently scored first, one entry per trace, paged by
+   * (scoredAt, project, traceId). `policy` and `evaluator` select traces that have such results
+   * (any stored version); the entry still shows every policy's latest results. A trace scored
+   * again while a caller pages moves to the front: later pages neither repeat nor show it.
+   * Throws INVALID_ARGUMENT for a malformed page token.
+   */
+  list(filter: ScoreFilter, page: PageRequest): Promise<Page<ScoredTrace>>;
+  /**
+   * One completed trace's latest results per policy (the digest stored last, per policy);
+   * undefined when it has none or is open again (a late span arrived).
+   */
+  forTrace(project: string, traceId: string): Promise<ScoredTrace | undefined>;
+}
+
+/** A point of a policy metric's window (pass/fail as 1/0, numbers as is). */
+export interface MetricPoint {
+  project: string;
+  policy: string;
+  metric: string;
+  at: number;
+  value: number;
+}
+
+export interface AlertState {
+  project: string;
+  policy: string;
+  metric: string;
+  firing: boolean;
+  /** The window mean and size at the last transition (or evaluation). */
+  mean: number;
+  n: number;
+  /** When `firing` last changed. */
+  changedAt: number;
+}
+
+export interface AlertStore {
+  addPoints(points: readonly MetricPoint[]): Promise<void>;
+  /** Mean and count of a metric's points at or after `since` (mean 0 when there are none). */
+  window(
+    project: string,
+    policy: string,
+    metric: string,
+    since: number,
+  ): Promise<{ mean: number; n: number }>;
+  /**
+   * The alert's state, locked for the rest of the transaction (row lock on PostgreSQL), so two
+   * replicas adding points at once decide the transition once. Undefined before the first one.
+   */
+  lockState(project: string, policy: string, metric: string): Promise<AlertState | undefined>;
+  saveState(state: AlertState): Promise<void>;
+  /** Every alert state (the gauges). */
+  states(): Promise<AlertState[]>;
+  /**
+   * Deletes one metric's points older than `before` (its window's start), so the table holds
+   * only what windows can still read. Returns how many.
+   */
+  trimWindow(project: string, policy: string, metric: string, before: number): Promise<number>;
+}
+
+/** Judge tokens spent per policy and UTC day (the optional daily budget). */
+export interface JudgeBudgetStore {
+  add(project: string, policy: string, day: string, tokens: number): Promise<void>;
+  used(project: string, policy: string, day: string): Promise<number>;
+}
+
 /**
  * The repositories, each bound to either the store or one transaction. Later areas add theirs
  * here (traces, work items, outbox, …) so one transaction can write all of them.
@@ -356,6 +568,11 @@ export interface Repositories {
   readonly leases: LeaseStore;
   readonly traces: TraceStore;
   readonly webhooks: WebhookStore;
+  readonly policies: PolicyStore;
+  readonly work: WorkQueue;
+  readonly results: ResultStore;
+  readonly alerts: AlertStore;
+  readonly budgets: JudgeBudgetStore;
 }
 
 /** Repositories bound to one open transaction: every call runs inside it. */

@@ -1,11 +1,16 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../core/index.js';
+import { KyselyAlertStore } from './alerts.js';
 import { KyselyApiKeyStore } from './api-keys.js';
+import { KyselyJudgeBudgetStore } from './judge-budgets.js';
 import { KyselyLeaseStore } from './leases.js';
+import { KyselyPolicyStore } from './policies.js';
 import type { Repositories, StoreDialect } from './ports.js';
+import { KyselyResultStore } from './results.js';
 import type { Database } from './schema.js';
 import { KyselyTraceStore } from './traces.js';
 import { KyselyWebhookStore } from './webhooks.js';
+import { KyselyWorkQueue } from './work-queue.js';
 
 export interface RepositoryContext {
   dialect: StoreDialect;
@@ -23,5 +28,10 @@ export function createRepositories(db: Kysely<Database>, ctx: RepositoryContext)
     leases: new KyselyLeaseStore(db, ctx.clock),
     traces: new KyselyTraceStore(db, ctx.dialect),
     webhooks: new KyselyWebhookStore(db),
+    policies: new KyselyPolicyStore(db),
+    work: new KyselyWorkQueue(db, ctx.dialect),
+    results: new KyselyResultStore(db, ctx.dialect),
+    alerts: new KyselyAlertStore(db, ctx.dialect),
+    budgets: new KyselyJudgeBudgetStore(db),
   };
 }

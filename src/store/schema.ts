@@ -65,6 +65,10 @@ export interface TracesTable {
   digest: Generated<string>;
   /** JSON: the normalized record; null until first completion. */
   record: Generated<string | null>;
+  /** JSON TraceRoot (root span attributes and resource); null when the trace had no root. */
+  root: Generated<string | null>;
+  /** When results were last stored for the trace (any policy); null until first scored. */
+  scored_at: Generated<number | null>;
 }
 
 export interface SpanChunksTable {
@@ -110,9 +114,82 @@ export interface WebhookDeliveriesTable {
   run_id: string | null;
   trace_id: string | null;
   policy: string | null;
+  /** A policy alert's own URL (sent unsigned); null = the webhook's URL. */
+  target_url: string | null;
   created_at: number;
   /** Null until DELIVERED or FAILED. */
   finished_at: number | null;
+}
+
+export interface PoliciesTable {
+  project: string;
+  name: string;
+  /** JSON of the resource, keys sorted so that equal resources have equal text. */
+  resource: string;
+  generation: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WorkItemsTable {
+  /** `wi_…`, time-ordered. */
+  id: string;
+  project: string;
+  trace_id: string;
+  digest: string;
+  /** '' = every policy of the project; a name = a rescore of that policy. */
+  policy: string;
+  /** 0 or 1. */
+  replace: number;
+  trace_completed_at: number;
+  created_at: number;
+  /** Claimable at or after; a claim moves it to the end of the visibility timeout. */
+  visible_at: number;
+  attempts: number;
+  /** The latest claim's token; '' before the first claim. */
+  claim: string;
+}
+
+export interface ResultsTable {
+  project: string;
+  trace_id: string;
+  policy: string;
+  digest: string;
+  /** The evaluator instance name (unique within a policy). */
+  evaluator: string;
+  /** Order of the result within the policy's results. */
+  position: number;
+  outcome: string;
+  /** JSON: the Result. */
+  result: string;
+  scored_at: number;
+}
+
+export interface MetricPointsTable {
+  project: string;
+  policy: string;
+  metric: string;
+  at: number;
+  value: number;
+}
+
+export interface AlertStatesTable {
+  project: string;
+  policy: string;
+  metric: string;
+  /** 0 or 1. */
+  firing: number;
+  mean: number;
+  n: number;
+  changed_at: number;
+}
+
+export interface JudgeBudgetsTable {
+  project: string;
+  policy: string;
+  /** UTC day, `YYYY-MM-DD`. */
+  day: string;
+  tokens: number;
 }
 
 export interface Database {
@@ -123,4 +200,10 @@ export interface Database {
   span_chunks: SpanChunksTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  policies: PoliciesTable;
+  work_items: WorkItemsTable;
+  results: ResultsTable;
+  metric_points: MetricPointsTable;
+  alert_states: AlertStatesTable;
+  judge_budgets: JudgeBudgetsTable;
 }

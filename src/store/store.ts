@@ -14,13 +14,18 @@ import type { StoreBackend } from './backend.js';
 import { StoreErrors } from './error-codes.js';
 import { type Migration, migrationsApplied } from './migrate.js';
 import type {
+  AlertStore,
   ApiKeyStore,
+  JudgeBudgetStore,
   LeaseStore,
+  PolicyStore,
+  ResultStore,
   Store,
   StoreDialect,
   StoreTransaction,
   TraceStore,
   WebhookStore,
+  WorkQueue,
 } from './ports.js';
 import { createRepositories } from './repositories.js';
 import type { Database } from './schema.js';
@@ -63,6 +68,11 @@ export class KyselyStore implements Store {
   readonly leases: LeaseStore;
   readonly traces: TraceStore;
   readonly webhooks: WebhookStore;
+  readonly policies: PolicyStore;
+  readonly work: WorkQueue;
+  readonly results: ResultStore;
+  readonly alerts: AlertStore;
+  readonly budgets: JudgeBudgetStore;
   private readonly guarded: Kysely<Database>;
   private closing: Promise<void> | undefined;
 
@@ -81,6 +91,11 @@ export class KyselyStore implements Store {
     this.leases = repositories.leases;
     this.traces = repositories.traces;
     this.webhooks = repositories.webhooks;
+    this.policies = repositories.policies;
+    this.work = repositories.work;
+    this.results = repositories.results;
+    this.alerts = repositories.alerts;
+    this.budgets = repositories.budgets;
   }
 
   private checkUsable(): void {

@@ -13,6 +13,7 @@ import {
   type NormalizedTrace,
   nanosToMs,
   type Span,
+  type TraceRoot,
 } from '../core/index.js';
 import { toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
@@ -72,7 +73,26 @@ function decodeSpans(text: string): Span[] {
   }) as Span[];
 }
 
-function fromRow(row: Selectable<TracesTable>): StoredTrace {
+/** The columns a StoredTrace is read from: lists select these, not the record or root. */
+export const SUMMARY_COLUMNS = [
+  'project',
+  'trace_id',
+  'service',
+  'name',
+  'start_ms',
+  'duration_ms',
+  'steps',
+  'error',
+  'labels',
+  'source',
+  'digest',
+  'completed_at',
+  'last_span_at',
+] as const;
+
+export function fromRow(
+  row: Pick<Selectable<TracesTable>, (typeof SUMMARY_COLUMNS)[number]>,
+): StoredTrace {
   return {
     traceId: row.trace_id,
     project: row.project,
@@ -284,8 +304,8 @@ export class KyselyTraceStore implements TraceStore {
       CompiledQuery.raw(
         `update traces set completed_at = ${p(1)}, service = ${p(2)}, name = ${p(3)}, start_ms = ${p(4)},
            duration_ms = ${p(5)}, steps = ${p(6)}, error = ${p(7)}, labels = ${p(8)}, digest = ${p(9)},
-           record = ${p(10)}
-         where project = ${p(11)} and trace_id = ${p(12)} and completed_at is null and last_span_at = ${p(13)}`,
+           record = ${p(10)}, root = ${p(11)}
+         where project = ${p(12)} and trace_id = ${p(13)} and completed_at is null and last_span_at = ${p(14)}`,
         [
           now,
           // PostgreSQL text cannot hold NUL; span data is JSON (escaped), these columns are not.
@@ -298,6 +318,7 @@ export class KyselyTraceStore implements TraceStore {
           JSON.stringify(s.labels),
           digest,
           JSON.stringify(trace.record),
+          trace.root === undefined ? null : JSON.stringify(trace.root),
           pending.project,
           pending.traceId,
           pending.lastSpanAt,
@@ -355,7 +376,7 @@ export class KyselyTraceStore implements TraceStore {
   async get(
     project: string,
     traceId: string,
-  ): Promise<{ trace: StoredTrace; record: EvalRecord } | undefined> {
+  ): Promise<{ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined> {
     const row = await this.db
       .selectFrom('traces')
       .selectAll()
@@ -364,7 +385,36 @@ export class KyselyTraceStore implements TraceStore {
       .where('completed_at', 'is not', null)
       .executeTakeFirst();
     if (row === undefined || row.record === null) return undefined;
-    return { trace: fromRow(row), record: JSON.parse(row.record) as EvalRecord };
+    const out: { trace: StoredTrace; record: EvalRecord; root?: TraceRoot } = {
+      trace: fromRow(row),
+      record: JSON.parse(row.record) as EvalRecord,
+    };
+    if (row.root !== null) out.root = JSON.parse(row.root) as TraceRoot;
+    return out;
+  }
+
+  async listVersions(
+    project: string,
+    since: number,
+    after: { startMs: number; traceId: string } | undefined,
+    limit: number,
+  ): Promise<{ traceId: string; digest: string; startMs: number }[]> {
+    let q = this.db
+      .selectFrom('traces')
+      .select(['trace_id', 'digest', 'start_ms'])
+      .where('project', '=', project)
+      .where('completed_at', 'is not', null)
+      .where('start_ms', '>=', since)
+      .orderBy('start_ms')
+      .orderBy('trace_id')
+      .limit(limit);
+    if (after !== undefined) {
+      q = q.where((eb) =>
+        eb(eb.refTuple('start_ms', 'trace_id'), '>', eb.tuple(after.startMs, after.traceId)),
+      );
+    }
+    const rows = await q.execute();
+    return rows.map((r) => ({ traceId: r.trace_id, digest: r.digest, startMs: r.start_ms }));
   }
 
   async countOpen(): Promise<number> {

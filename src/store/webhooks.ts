@@ -52,6 +52,7 @@ function deliveryFromRow(row: Selectable<WebhookDeliveriesTable>): DeliveryRecor
   if (row.run_id !== null) d.runId = row.run_id;
   if (row.trace_id !== null) d.traceId = row.trace_id;
   if (row.policy !== null) d.policy = row.policy;
+  if (row.target_url !== null) d.targetUrl = row.target_url;
   return d;
 }
 
@@ -167,6 +168,7 @@ export class KyselyWebhookStore implements WebhookStore {
         run_id: d.runId ?? null,
         trace_id: d.traceId ?? null,
         policy: d.policy ?? null,
+        target_url: d.targetUrl ?? null,
         created_at: at,
         finished_at: null,
       };

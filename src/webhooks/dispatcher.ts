@@ -319,7 +319,9 @@ export class WebhookDispatcher {
   }
 
   private async send(d: ClaimedDelivery, hook: WebhookRecord | undefined): Promise<void> {
-    if (hook === undefined || hook.disabled) {
+    // A policy's own alert webhook: a URL without a webhook resource, sent unsigned.
+    const url = d.targetUrl ?? hook?.url;
+    if (url === undefined || (d.targetUrl === undefined && hook?.disabled === true)) {
       const why = hook === undefined ? 'the webhook was deleted' : 'the webhook is disabled';
       await this.finish(d, { state: 'FAILED', error: `${why} before delivery` }, 'failed');
       return;
@@ -329,16 +331,20 @@ export class WebhookDispatcher {
     try {
       const res = await this.deps.http.request({
         method: 'POST',
-        url: hook.url,
+        url,
         headers: {
           'content-type': 'application/json',
           'touchstone-event': d.event,
           'touchstone-delivery': d.id,
-          'touchstone-signature': signatureHeader(
-            hook.secret,
-            d.payload,
-            this.deps.clock.now() / 1000,
-          ),
+          ...(d.targetUrl === undefined && hook !== undefined
+            ? {
+                'touchstone-signature': signatureHeader(
+                  hook.secret,
+                  d.payload,
+                  this.deps.clock.now() / 1000,
+                ),
+              }
+            : {}),
         },
         body: d.payload,
         timeoutMs: this.deps.timeoutMs,

@@ -24,6 +24,11 @@ export interface WebhookEmitter {
   emitEvent(tx: StoreTransaction, event: WebhookEvent): Promise<string[]>;
   /** `run.finished`, then `run.gate_failed` when the run FAILED a gate (runFinishedEvents). */
   emitRunFinished(tx: StoreTransaction, project: string, run: RunPayload): Promise<string[]>;
+  /**
+   * The event's body, unsigned, to one URL that is not a webhook resource (a policy's own
+   * `alerts[].webhook`); delivered and retried like any other. Returns the delivery id.
+   */
+  emitToUrl(tx: StoreTransaction, event: WebhookEvent, url: string): Promise<string>;
 }
 
 export interface OutboxDeps {
@@ -50,6 +55,34 @@ export class WebhookOutbox implements WebhookEmitter {
 
   async emitRunFinished(tx: StoreTransaction, project: string, run: RunPayload): Promise<string[]> {
     return this.emit(tx, runFinishedEvents(project, run));
+  }
+
+  async emitToUrl(tx: StoreTransaction, event: WebhookEvent, url: string): Promise<string> {
+    const now = this.deps.clock.now();
+    const id = newDeliveryId(now);
+    const refs = eventRefs(event);
+    await tx.webhooks.enqueue([
+      {
+        id,
+        project: event.project,
+        // Not a webhook row: names the policy whose alert this is (deliveries group by it).
+        webhookId: `policy:${refs.policy ?? ''}`,
+        webhookName: `policy:${refs.policy ?? ''}`,
+        event: event.type,
+        payload: payload(
+          id,
+          event.type,
+          new Date(now).toISOString(),
+          event.project,
+          eventFields(event),
+        ),
+        targetUrl: url,
+        createdAt: new Date(now).toISOString(),
+        ...refs,
+      },
+    ]);
+    this.deps.onEnqueued?.();
+    return id;
   }
 
   /** A `ping` to one webhook (the test operation), whatever events it subscribes to. */

@@ -1,4 +1,10 @@
-import { authorize, DEFAULT_PROJECT, type Permission, type Principal } from '../auth/index.js';
+import {
+  type AuditLogger,
+  audited,
+  authorize,
+  type Permission,
+  type Principal,
+} from '../auth/index.js';
 import {
   type Clock,
   describeDetails,
@@ -19,11 +25,6 @@ import {
   type WebhookView,
   webhookView,
 } from './resource.js';
-
-/** The slice of a pino logger the service writes audit lines to. */
-export interface AuditLogger {
-  info(obj: object, msg: string): void;
-}
 
 export interface WebhookServiceDeps {
   store: Store;
@@ -74,31 +75,38 @@ export class WebhookService {
         updatedAt: now,
       });
     }
-    return this.audited(caller, 'webhooks.apply', requested, spec.name, async () => {
-      const project = authorize(caller, 'webhooks.write', requested);
-      await this.checkUrl(spec.url);
-      const { webhook, generated } = await this.deps.store.withTransaction(async (tx) => {
-        const existing = await tx.webhooks.get(project, spec.name);
-        const generated = spec.secret === undefined && existing === undefined;
-        const secret = spec.secret ?? existing?.secret ?? newSecret('whsec');
-        const stored = await tx.webhooks.upsert(
-          {
-            id: existing?.id ?? newId('wh'),
-            project,
-            name: spec.name,
-            url: spec.url,
-            events: spec.events,
-            secret,
-            disabled: spec.disabled,
-          },
-          this.deps.clock.now(),
-        );
-        return { webhook: stored.webhook, generated };
-      });
-      const view: AppliedWebhook = webhookView(webhook);
-      if (generated) view.secret = webhook.secret;
-      return view;
-    });
+    return audited(
+      this.deps.logger,
+      caller,
+      'webhooks.apply',
+      requested,
+      { webhook: spec.name },
+      async () => {
+        const project = authorize(caller, 'webhooks.write', requested);
+        await this.checkUrl(spec.url);
+        const { webhook, generated } = await this.deps.store.withTransaction(async (tx) => {
+          const existing = await tx.webhooks.get(project, spec.name);
+          const generated = spec.secret === undefined && existing === undefined;
+          const secret = spec.secret ?? existing?.secret ?? newSecret('whsec');
+          const stored = await tx.webhooks.upsert(
+            {
+              id: existing?.id ?? newId('wh'),
+              project,
+              name: spec.name,
+              url: spec.url,
+              events: spec.events,
+              secret,
+              disabled: spec.disabled,
+            },
+            this.deps.clock.now(),
+          );
+          return { webhook: stored.webhook, generated };
+        });
+        const view: AppliedWebhook = webhookView(webhook);
+        if (generated) view.secret = webhook.secret;
+        return view;
+      },
+    );
   }
 
   async list(
@@ -117,32 +125,46 @@ export class WebhookService {
 
   /** Deletes the webhook; its queued deliveries fail when they come due. */
   async delete(caller: Principal, project: string | undefined, name: string): Promise<WebhookView> {
-    return this.audited(caller, 'webhooks.delete', project, name, async () => {
-      const webhook = await this.find(caller, 'webhooks.write', project, name);
-      await this.deps.store.webhooks.delete(webhook.project, name);
-      return webhookView(webhook);
-    });
+    return audited(
+      this.deps.logger,
+      caller,
+      'webhooks.delete',
+      project,
+      { webhook: name },
+      async () => {
+        const webhook = await this.find(caller, 'webhooks.write', project, name);
+        await this.deps.store.webhooks.delete(webhook.project, name);
+        return webhookView(webhook);
+      },
+    );
   }
 
   /** Queues a `ping` delivery to the webhook (sent like any other) and wakes the dispatcher. */
   async test(caller: Principal, project: string | undefined, name: string): Promise<DeliveryView> {
-    return this.audited(caller, 'webhooks.test', project, name, async () => {
-      const p = authorize(caller, 'webhooks.write', project);
-      const ping = await this.deps.store.withTransaction(async (tx) => {
-        const webhook = await tx.webhooks.get(p, name);
-        if (webhook === undefined) throw notFound(p, name);
-        if (webhook.disabled) {
-          throw WebhookErrors.WEBHOOK_DISABLED(`webhook "${name}" is disabled and sends nothing`);
-        }
-        return this.deps.outbox.enqueuePing(tx, webhook);
-      });
-      return deliveryView({
-        ...ping,
-        state: 'PENDING',
-        attempts: 0,
-        nextAttemptAt: ping.createdAt,
-      });
-    });
+    return audited(
+      this.deps.logger,
+      caller,
+      'webhooks.test',
+      project,
+      { webhook: name },
+      async () => {
+        const p = authorize(caller, 'webhooks.write', project);
+        const ping = await this.deps.store.withTransaction(async (tx) => {
+          const webhook = await tx.webhooks.get(p, name);
+          if (webhook === undefined) throw notFound(p, name);
+          if (webhook.disabled) {
+            throw WebhookErrors.WEBHOOK_DISABLED(`webhook "${name}" is disabled and sends nothing`);
+          }
+          return this.deps.outbox.enqueuePing(tx, webhook);
+        });
+        return deliveryView({
+          ...ping,
+          state: 'PENDING',
+          attempts: 0,
+          nextAttemptAt: ping.createdAt,
+        });
+      },
+    );
   }
 
   async deliveries(
@@ -198,32 +220,6 @@ export class WebhookService {
     const webhook = await this.deps.store.webhooks.get(p, name);
     if (webhook === undefined) throw notFound(p, name);
     return webhook;
-  }
-
-  private async audited<T>(
-    caller: Principal,
-    action: string,
-    project: string | undefined,
-    webhook: string,
-    fn: () => Promise<T>,
-  ): Promise<T> {
-    const line = {
-      audit: {
-        principal: caller.id,
-        action,
-        project: project ?? caller.project ?? DEFAULT_PROJECT,
-        webhook,
-      },
-    };
-    try {
-      const out = await fn();
-      this.deps.logger.info({ ...line, outcome: 'ok' }, 'audit');
-      return out;
-    } catch (err) {
-      const code = isTouchstoneError(err) ? err.code : 'INTERNAL';
-      this.deps.logger.info({ ...line, outcome: 'refused', code }, 'audit');
-      throw err;
-    }
   }
 }
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type TraceQueries, traceSummaryView } from '../../ingest/index.js';
 import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
-import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parse } from '../validate.js';
+import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parseQuery } from '../validate.js';
 
 const ListQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
@@ -43,18 +43,7 @@ export async function traceRoutes(
 ): Promise<void> {
   app.get('/v1alpha1/traces', async (request) => {
     const query = request.query as Query;
-    const q = parse(
-      ListQuerySchema,
-      Object.fromEntries(Object.keys(ListQuerySchema.shape).map((k) => [k, one(query, k)])),
-    );
-    const unknown = Object.keys(query).filter(
-      (k) => k !== 'labels' && !(k in ListQuerySchema.shape),
-    );
-    if (unknown.length > 0) {
-      throw ApiErrors.BODY_INVALID(`unknown query parameter ${unknown.join(', ')}`, {
-        details: unknown.map((k) => ({ path: k, message: 'unknown query parameter' })),
-      });
-    }
+    const q = parseQuery(ListQuerySchema, query, ['labels']);
     const page = await traces.list(
       request.principal,
       {

@@ -1,34 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { WebhookService } from '../../webhooks/index.js';
 import { one, type Query } from '../context.js';
-import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parse } from '../validate.js';
-
-const PageQuerySchema = z.object({
-  project: z.string().min(1).optional(),
-  page_size: z.coerce.number().int().min(1).max(PAGE_SIZE_MAX).default(PAGE_SIZE_DEFAULT),
-  page_token: z.string().optional(),
-});
-
-const ApplyQuerySchema = z.object({
-  project: z.string().min(1).optional(),
-  validate_only: z.enum(['true', 'false']).optional(),
-});
-
-function pageOf(query: Query) {
-  const q = parse(PageQuerySchema, {
-    project: one(query, 'project'),
-    page_size: one(query, 'page_size'),
-    page_token: one(query, 'page_token'),
-  });
-  return {
-    project: q.project,
-    page: {
-      pageSize: q.page_size,
-      ...(q.page_token === undefined ? {} : { pageToken: q.page_token }),
-    },
-  };
-}
+import { applyOptions, pageOf } from '../validate.js';
 
 /**
  * `/v1alpha1/webhooks`: apply, list, get, delete, `:test`, deliveries. The custom verb is a
@@ -41,15 +14,7 @@ export async function webhookRoutes(
   { webhooks }: { webhooks: WebhookService },
 ): Promise<void> {
   app.post('/v1alpha1/webhooks', async (request) => {
-    const query = request.query as Query;
-    const q = parse(ApplyQuerySchema, {
-      project: one(query, 'project'),
-      validate_only: one(query, 'validate_only'),
-    });
-    return webhooks.apply(request.principal, request.body, {
-      ...(q.project === undefined ? {} : { project: q.project }),
-      validateOnly: q.validate_only === 'true',
-    });
+    return webhooks.apply(request.principal, request.body, applyOptions(request.query as Query));
   });
 
   app.get('/v1alpha1/webhooks', async (request) => {

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { type TraceQueries, traceSummaryView } from '../../ingest/index.js';
+import type { ScoreQueries } from '../../policies/index.js';
+import { one, type Query } from '../context.js';
+import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parseQuery } from '../validate.js';
+import { parseLabelFilters } from './traces.js';
+
+const ListQuerySchema = z.strictObject({
+  project: z.string().min(1).optional(),
+  service: z.string().min(1).optional(),
+  policy: z.string().min(1).optional(),
+  evaluator: z.string().min(1).optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  page_size: z.coerce.number().int().min(1).max(PAGE_SIZE_MAX).default(PAGE_SIZE_DEFAULT),
+  page_token: z.string().optional(),
+});
+
+/** `GET /v1alpha1/scores` (bulk, newest scored first) and `GET /v1alpha1/traces/{id}/scores`. */
+export async function scoreRoutes(
+  app: FastifyInstance,
+  { scores, traces }: { scores: ScoreQueries; traces: TraceQueries },
+): Promise<void> {
+  app.get('/v1alpha1/scores', async (request) => {
+    const query = request.query as Query;
+    const q = parseQuery(ListQuerySchema, query, ['labels']);
+    const page = await scores.list(
+      request.principal,
+      {
+        ...(q.project === undefined ? {} : { project: q.project }),
+        ...(q.service === undefined ? {} : { service: q.service }),
+        ...(q.policy === undefined ? {} : { policy: q.policy }),
+        ...(q.evaluator === undefined ? {} : { evaluator: q.evaluator }),
+        ...(q.since === undefined ? {} : { since: Date.parse(q.since) }),
+        labels: parseLabelFilters(query.labels),
+      },
+      { pageSize: q.page_size, ...(q.page_token === undefined ? {} : { pageToken: q.page_token }) },
+    );
+    return {
+      entries: page.items,
+      ...(page.nextPageToken === undefined ? {} : { next_page_token: page.nextPageToken }),
+    };
+  });
+
+  app.get('/v1alpha1/traces/:traceId/scores', async (request) => {
+    const { traceId } = request.params as { traceId: string };
+    // The trace's own visibility rules (grant, 404 for the rest) decide first.
+    const found = await traces.get(
+      request.principal,
+      one(request.query as Query, 'project'),
+      traceId,
+    );
+    const entry = await scores.forTrace(found.trace.project, found.trace.traceId);
+    return entry ?? { trace: traceSummaryView(found.trace), results: {} };
+  });
+}

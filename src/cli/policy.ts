@@ -1,0 +1,225 @@
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { createEvaluationService, createPolicyService } from '../app.js';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { systemClock } from '../core/index.js';
+import { createHttpClient } from '../net/index.js';
+import type { PolicyService, PolicyView } from '../policies/index.js';
+import type { ApiClient } from './client.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type CliIO, describeError, readResources, table } from './io.js';
+import { configFromFlags } from './serve.js';
+import {
+  allPages,
+  localPage,
+  remotePage,
+  type TargetFlags,
+  targetOptions,
+  withTarget,
+} from './target.js';
+
+interface Flags extends TargetFlags {
+  project?: string;
+}
+
+/** Runs against a server, or on the local data dir through the same service the server uses. */
+function withPolicies<T>(
+  flags: Flags,
+  io: CliIO,
+  remote: (client: ApiClient) => Promise<T>,
+  local: (service: PolicyService) => Promise<T>,
+): Promise<T> {
+  return withTarget(flags, io, remote, async (store) => {
+    const config = configFromFlags(flags, io);
+    const logger = pino({ level: 'silent' });
+    const http = createHttpClient({ userAgent: 'touchstone' });
+    try {
+      const evaluation = createEvaluationService(config, {
+        http,
+        env: io.env,
+        clock: systemClock,
+        logger,
+      });
+      return await local(
+        createPolicyService(config, { store, clock: systemClock, evaluation, logger }),
+      );
+    } finally {
+      await http.close();
+    }
+  });
+}
+
+function path(name: string, flags: Flags, suffix = ''): string {
+  const q = new URLSearchParams();
+  if (flags.project !== undefined) q.set('project', flags.project);
+  const qs = q.toString();
+  return `v1alpha1/policies/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
+}
+
+interface PolicyShape {
+  metadata: { name: string; generation?: number; labels?: Record<string, string> };
+  spec: {
+    selector?: string;
+    sampling?: { rate?: number };
+    stages?: unknown[];
+    alerts?: unknown[];
+    disabled?: boolean;
+  };
+  created?: boolean;
+}
+
+const shape = (p: PolicyView) => p as unknown as PolicyShape;
+const projectOf = (p: PolicyShape) => p.metadata.labels?.['touchstone.dev/project'] ?? '';
+
+function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
+  io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+}
+
+export function policyCommand(program: Command, io: CliIO, stdin: () => string): void {
+  const policy = program
+    .command('policy')
+    .description('Manage online evaluation policies: which traces are scored, how, and alerts.');
+
+  targetOptions(
+    policy
+      .command('apply')
+      .description(
+        'Create or replace policies from a YAML or JSON file (several documents allowed; - for stdin).',
+      )
+      .requiredOption('-f, --file <file>', 'OnlineEvalPolicy resources')
+      .option('-p, --project <name>', 'project, unless a resource names one')
+      .option('--dry-run', 'check every policy (CEL, evaluators, params, judge) without storing'),
+  ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
+    const docs = readResources(flags.file, stdin);
+    const query = new URLSearchParams({
+      ...(flags.project === undefined ? {} : { project: flags.project }),
+      ...(flags.dryRun ? { validate_only: 'true' } : {}),
+    });
+    const applied: PolicyView[] = [];
+    const failures: string[] = [];
+    // Every document is checked (and, without --dry-run, applied) on its own: one bad policy is
+    // reported with its document number and does not stop the others.
+    for (const [i, doc] of docs.entries()) {
+      try {
+        applied.push(
+          await withPolicies(
+            flags,
+            io,
+            (c) => c.call<PolicyView>('POST', `v1alpha1/policies?${query}`, doc),
+            (s) =>
+              s.apply(OPEN_PRINCIPAL, doc, {
+                ...(flags.project === undefined ? {} : { project: flags.project }),
+                validateOnly: flags.dryRun === true,
+              }),
+          ),
+        );
+      } catch (err) {
+        if (docs.length === 1) throw err;
+        failures.push(`document ${i + 1}: ${describeError(err).text}`);
+      }
+    }
+    const lines = applied.map((p) => {
+      const s = shape(p);
+      const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
+      return `${verb}: policy ${s.metadata.name} (project ${projectOf(s)}, generation ${s.metadata.generation ?? 0})`;
+    });
+    print(io, flags, applied, lines.join('\n'));
+    if (failures.length > 0) throw new CliExit(EXIT.USAGE, failures.join('\n'));
+  });
+
+  targetOptions(
+    policy
+      .command('list')
+      .description("List a project's policies.")
+      .option('-p, --project <name>', 'project'),
+  ).action(async (flags: Flags) => {
+    const all = await allPages<PolicyView>((token) =>
+      withPolicies(
+        flags,
+        io,
+        (c) => remotePage<PolicyView>(c, 'v1alpha1/policies', 'policies', flags.project, token),
+        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
+      ),
+    );
+    print(
+      io,
+      flags,
+      all,
+      table(
+        ['NAME', 'PROJECT', 'SELECTOR', 'RATE', 'STAGES', 'ALERTS', 'STATE', 'GEN'],
+        all
+          .map(shape)
+          .map((p) => [
+            p.metadata.name,
+            projectOf(p),
+            p.spec.selector ?? '(all traces)',
+            String(p.spec.sampling?.rate ?? 1),
+            String(p.spec.stages?.length ?? 0),
+            String(p.spec.alerts?.length ?? 0),
+            p.spec.disabled ? 'disabled' : 'enabled',
+            String(p.metadata.generation ?? ''),
+          ]),
+      ),
+    );
+  });
+
+  targetOptions(
+    policy
+      .command('get')
+      .description('Show one policy as JSON (it can be applied again unchanged).')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags) => {
+    const got = await withPolicies(
+      flags,
+      io,
+      (c) => c.call<PolicyView>('GET', path(name, flags)),
+      (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
+    );
+    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
+  });
+
+  targetOptions(
+    policy
+      .command('delete')
+      .description('Delete a policy; the results it stored stay readable.')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags) => {
+    const deleted = await withPolicies(
+      flags,
+      io,
+      (c) => c.call<PolicyView>('DELETE', path(name, flags)),
+      (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
+    );
+    print(io, flags, deleted, `deleted policy ${name} (project ${projectOf(shape(deleted))})`);
+  });
+
+  targetOptions(
+    policy
+      .command('rescore')
+      .description('Queue traces started since a time to be scored again by this policy.')
+      .argument('<name>')
+      .requiredOption('--since <time>', 'RFC 3339 time, e.g. 2026-01-02T00:00:00Z')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags & { since: string }) => {
+    const out = await withPolicies(
+      flags,
+      io,
+      (c) =>
+        c.call<{ queued: number; since: string }>('POST', path(name, flags, ':rescore'), {
+          since: flags.since,
+        }),
+      (s) => s.rescore(OPEN_PRINCIPAL, flags.project, name, flags.since),
+    );
+    print(
+      io,
+      flags,
+      out,
+      `queued ${out.queued} trace(s) started since ${out.since} for policy ${name}` +
+        (flags.server === undefined && io.env.TOUCHSTONE_SERVER === undefined
+          ? '\n(a running server scores them; this command only queues)'
+          : ''),
+    );
+  });
+}

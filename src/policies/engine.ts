@@ -1,0 +1,528 @@
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  type Clock,
+  type EvalRecord,
+  isTouchstoneError,
+  type Result,
+  scoreNumber,
+} from '../core/index.js';
+import {
+  type EvaluatorInstance,
+  type EvaluatorRegistry,
+  type Judge,
+  runEvaluator,
+} from '../evaluators/index.js';
+import { traceSummaryView } from '../ingest/index.js';
+import type {
+  MetricPoint,
+  Store,
+  StoredTrace,
+  StoreTransaction,
+  WorkItem,
+} from '../store/index.js';
+import type { WebhookEvent } from '../webhooks/index.js';
+import { type TraceFacts, traceFacts } from './cel.js';
+import { type CompiledPolicy, type CompiledStage, compilePolicy, parsePolicy } from './resource.js';
+
+/** Counters and histograms the engine reports (the HTTP edge turns them into Prometheus metrics). */
+export interface PolicyEngineObserver {
+  onSelected(project: string, policy: string): void;
+  onSampledOut(project: string, policy: string): void;
+  onScored(project: string, policy: string, results: readonly Result[]): void;
+  onExpressionError(project: string, policy: string, field: string): void;
+  /** Seconds from trace completion to its results being stored (not for rescores). */
+  onFreshness(seconds: number): void;
+  onPostponed(reason: 'rate_limited' | 'trace_open'): void;
+}
+
+/** Where the engine's events go: the webhook outbox, inside the results transaction. */
+export interface PolicyEventSink {
+  emitEvent(tx: StoreTransaction, event: WebhookEvent): Promise<string[]>;
+  /** The same event, unsigned, to one URL (a policy's own `alerts[].webhook`). */
+  emitToUrl(tx: StoreTransaction, event: WebhookEvent, url: string): Promise<string>;
+}
+
+export interface PolicyEngineOptions {
+  /** Items claimed per round trip. */
+  batchSize: number;
+  /** Items scored at once (judge stages wait on the network). */
+  concurrency: number;
+  /** How long a claimed item stays hidden; a worker that died loses it after this. */
+  visibilityMs: number;
+  /** How often the queue is polled when nothing wakes the engine. */
+  pollMs: number;
+  /** First delay of an item whose judge is rate limited; doubles per attempt, up to 5 min. */
+  rateLimitBackoffMs: number;
+}
+
+export const DEFAULT_ENGINE_OPTIONS: PolicyEngineOptions = {
+  batchSize: 64,
+  concurrency: 8,
+  visibilityMs: 60_000,
+  pollMs: 250,
+  rateLimitBackoffMs: 5_000,
+};
+
+export interface PolicyEngineDeps {
+  store: Store;
+  clock: Clock;
+  registry: EvaluatorRegistry;
+  /** A judge by name (undefined = the default); undefined when none is configured. */
+  judge(name: string | undefined): Judge | undefined;
+  events: PolicyEventSink;
+  observer?: PolicyEngineObserver;
+  logger?: { warn(obj: object, msg: string): void };
+  options?: Partial<PolicyEngineOptions>;
+}
+
+/** An item whose trace is still open is looked at again after this. */
+const TRACE_OPEN_DELAY_MS = 5_000;
+/** An item whose trace never shows up again (deleted) is dropped after this many claims. */
+const MAX_ATTEMPTS = 50;
+/** How often policies are re-read to see changes made on other replicas. */
+const POLICY_REFRESH_MS = 1_000;
+const MAX_BACKOFF_MS = 5 * 60_000;
+
+/** Thrown inside a results transaction to roll it back when the item's claim was lost. */
+class ClaimLost extends Error {}
+
+/** The outcome of one policy on one trace version, before it is stored. */
+interface PolicyOutcome {
+  policy: CompiledPolicy;
+  results: Result[];
+  judgeTokens: number;
+}
+
+/**
+ * Deterministic sampling: the same (trace, policy) always falls on the same side of the rate, so
+ * a re-scored trace (new digest, another replica, a crash) samples as it did the first time.
+ */
+export function samplePoint(traceId: string, policy: string): number {
+  const hash = createHash('sha256').update(traceId).update('\u0000').update(policy).digest();
+  return hash.readUInt32BE(0) / 0x1_0000_0000;
+}
+
+/** Pass/fail as 1/0, numbers as is; labels are not numbers. */
+function numericScores(results: readonly Result[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of results) {
+    if (r.outcome !== 'OUTCOME_SCORED') continue;
+    for (const s of r.scores) {
+      const n = scoreNumber(s);
+      if (n !== undefined) out.set(s.name, n);
+    }
+  }
+  return out;
+}
+
+/** Judge tokens a result spent (cached answers spent none). */
+function tokensOf(result: Result): number {
+  for (const s of result.scores) {
+    const m = s.metadata as Record<string, unknown> | undefined;
+    if (m === undefined || m.cached === true) continue;
+    const input = typeof m.inputTokens === 'number' ? m.inputTokens : 0;
+    const output = typeof m.outputTokens === 'number' ? m.outputTokens : 0;
+    if (input + output > 0) return input + output;
+  }
+  return 0;
+}
+
+function skipped(instances: readonly EvaluatorInstance[], reason: string): Result[] {
+  return instances.map((inst) => ({
+    evaluator: inst.name,
+    outcome: 'OUTCOME_SKIPPED',
+    scores: [],
+    reason,
+    durationMs: 0,
+  }));
+}
+
+/**
+ * The online scoring engine. Claims work items (one per trace version) from the durable queue,
+ * runs every policy of the trace's project that selects it, and stores each policy's results in
+ * one transaction with the item's completion, the metric points, alert transitions and the
+ * outbox rows of the events they cause. Runs on every replica: claims are exclusive and fenced,
+ * results are keyed by (trace, policy, digest), so nothing is scored twice and a crash at any
+ * point leaves the item to be claimed again.
+ */
+export class PolicyEngine {
+  private readonly options: PolicyEngineOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private policies = new Map<string, CompiledPolicy[]>();
+  private generations = new Map<string, number>();
+  private refreshedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: PolicyEngineDeps) {
+    this.options = { ...DEFAULT_ENGINE_OPTIONS, ...deps.options };
+  }
+
+  start(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    this.timer = setInterval(() => this.wake(), this.options.pollMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Looks at the queue now (new items were queued); a pass in progress looks again after. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.running = this.tick()
+      .then(() => undefined)
+      .catch((err: unknown) =>
+        this.deps.logger?.warn({ err }, 'online scoring pass failed; retrying'),
+      )
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Policies changed on this replica: reload before the next item. */
+  invalidate(): void {
+    this.refreshedAt = Number.NEGATIVE_INFINITY;
+  }
+
+  /** Stops claiming and waits for the items in progress. Safe twice and before start. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** Claims and scores items until the queue has nothing visible; returns how many it finished. */
+  async tick(): Promise<number> {
+    const { store, clock } = this.deps;
+    const { batchSize, concurrency, visibilityMs } = this.options;
+    let done = 0;
+    for (;;) {
+      if (this.stopped) return done;
+      await this.refreshPolicies();
+      const now = clock.now();
+      const claim = randomBytes(9).toString('base64url');
+      const items = await store.work.claim(now, batchSize, now + visibilityMs, claim);
+      if (items.length === 0) return done;
+      let next = 0;
+      const worker = async () => {
+        while (next < items.length) {
+          const item = items[next++] as WorkItem;
+          try {
+            if (await this.process(item)) done++;
+          } catch (err) {
+            // The item stays claimed and is retried after its visibility timeout.
+            this.deps.logger?.warn(
+              { err, traceId: item.traceId },
+              'scoring a trace failed; it will be retried',
+            );
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+      if (items.length < batchSize) return done;
+    }
+  }
+
+  private async refreshPolicies(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now - this.refreshedAt < POLICY_REFRESH_MS) return;
+    this.refreshedAt = now;
+    const versions = await this.deps.store.policies.versions();
+    const key = (project: string, name: string) => `${project}\u0000${name}`;
+    const current = new Map(versions.map((v) => [key(v.project, v.name), v.generation]));
+    const changed = new Set<string>();
+    for (const v of versions) {
+      if (this.generations.get(key(v.project, v.name)) !== v.generation) changed.add(v.project);
+    }
+    for (const k of this.generations.keys()) {
+      if (!current.has(k)) changed.add(k.split('\u0000')[0] as string);
+    }
+    for (const project of changed) {
+      const compiled: CompiledPolicy[] = [];
+      for (const record of await this.deps.store.policies.listAll(project)) {
+        try {
+          const parsed = parsePolicy(record.resource);
+          compiled.push(compilePolicy(parsed, project, record.generation, this.deps.registry));
+        } catch (err) {
+          // Valid at apply, invalid now (an evaluator this build no longer has): skip it, loudly.
+          this.deps.logger?.warn(
+            { err, project, policy: record.name },
+            'policy cannot be compiled; it scores nothing',
+          );
+        }
+      }
+      this.policies.set(project, compiled);
+    }
+    this.generations = current;
+  }
+
+  /** Scores one item; returns true when its results were stored (or it had nothing to do). */
+  private async process(item: WorkItem): Promise<boolean> {
+    const { store, clock } = this.deps;
+    const found = await store.traces.get(item.project, item.traceId);
+    if (found === undefined) {
+      // Open again (late spans) or gone: look later; its next completion may bring this digest back.
+      if (item.attempts >= MAX_ATTEMPTS) return store.work.complete(item.id, item.claim);
+      this.deps.observer?.onPostponed('trace_open');
+      await store.work.postpone(item.id, item.claim, clock.now() + TRACE_OPEN_DELAY_MS);
+      return false;
+    }
+    // A newer version has its own item; this one is stale.
+    if (found.trace.digest !== item.digest) return store.work.complete(item.id, item.claim);
+
+    let policies = this.policies.get(item.project) ?? [];
+    if (item.policy !== '') policies = policies.filter((p) => p.name === item.policy);
+    const scored = item.replace
+      ? new Set<string>()
+      : await store.results.scoredPolicies(item.project, item.traceId, item.digest);
+    const facts = traceFacts(found.trace, found.record, found.root);
+
+    const outcomes: PolicyOutcome[] = [];
+    let rateLimited = false;
+    for (const policy of policies) {
+      if (policy.spec.disabled || scored.has(policy.name)) continue;
+      if (!this.selects(policy, item.traceId, facts)) continue;
+      const outcome = await this.score(policy, found.record, facts);
+      if (outcome === 'rate_limited') rateLimited = true;
+      else if (outcome !== undefined) outcomes.push(outcome);
+    }
+    await this.store(item, found.trace, outcomes, rateLimited);
+    return !rateLimited;
+  }
+
+  private selects(policy: CompiledPolicy, traceId: string, facts: TraceFacts): boolean {
+    const { observer } = this.deps;
+    if (policy.selector !== undefined) {
+      const r = policy.selector.evaluate(facts);
+      if (!r.ok) observer?.onExpressionError(policy.project, policy.name, 'selector');
+      if (!r.ok || !r.value) return false;
+    }
+    observer?.onSelected(policy.project, policy.name);
+    const always = policy.always.some((cond, i) => {
+      if (cond.kind === 'error') return facts.error;
+      const r = cond.expression.evaluate(facts);
+      if (!r.ok) observer?.onExpressionError(policy.project, policy.name, `sampling.always[${i}]`);
+      return r.ok && r.value;
+    });
+    if (always || samplePoint(traceId, policy.name) < policy.rate) return true;
+    observer?.onSampledOut(policy.project, policy.name);
+    return false;
+  }
+
+  /** Runs the policy's stages in order; 'rate_limited' when a judge asked to wait. */
+  private async score(
+    policy: CompiledPolicy,
+    record: EvalRecord,
+    facts: TraceFacts,
+  ): Promise<PolicyOutcome | 'rate_limited' | undefined> {
+    const results: Result[] = [];
+    let judgeTokens = 0;
+    let rateLimited = false;
+    const onError = (err: unknown, inst: EvaluatorInstance) => {
+      if (isTouchstoneError(err) && err.code === 'JUDGE_RATE_LIMITED') rateLimited = true;
+      else
+        this.deps.logger?.warn(
+          { err, policy: policy.name, evaluator: inst.name },
+          'evaluator failed',
+        );
+    };
+    for (const stage of policy.stages) {
+      const gate = await this.stageGate(policy, stage, results, facts);
+      if (gate !== undefined) {
+        results.push(...skipped(stage.instances, gate));
+        continue;
+      }
+      const judge = stage.needsJudge ? this.deps.judge(policy.spec.judge) : undefined;
+      const ctx = judge === undefined ? {} : { judge };
+      const cheap = stage.instances.filter((inst) => !inst.needsJudge);
+      const costly = stage.instances.filter((inst) => inst.needsJudge);
+      for (const inst of cheap)
+        results.push(await runEvaluator(record, inst, ctx, undefined, onError));
+      const judged = await Promise.all(
+        costly.map((inst) => runEvaluator(record, inst, ctx, undefined, onError)),
+      );
+      if (rateLimited) return 'rate_limited';
+      for (const r of judged) judgeTokens += tokensOf(r);
+      results.push(...judged);
+    }
+    return { policy, results, judgeTokens };
+  }
+
+  /** Why a stage does not run (its `when` is false or failed, or the judge budget is spent). */
+  private async stageGate(
+    policy: CompiledPolicy,
+    stage: CompiledStage,
+    earlier: readonly Result[],
+    facts: TraceFacts,
+  ): Promise<string | undefined> {
+    if (stage.when !== undefined) {
+      const scores = Object.fromEntries(numericScores(earlier));
+      const r = stage.when.evaluate(facts, scores);
+      if (!r.ok) {
+        this.deps.observer?.onExpressionError(
+          policy.project,
+          policy.name,
+          `stages[${stage.index}].when`,
+        );
+        return `stage ${stage.index} condition failed: ${r.error}`;
+      }
+      if (!r.value) return `stage ${stage.index} condition is false`;
+    }
+    const budget = policy.spec.dailyJudgeTokens;
+    if (stage.needsJudge && budget !== undefined) {
+      const used = await this.deps.store.budgets.used(
+        policy.project,
+        policy.name,
+        utcDay(this.deps.clock.now()),
+      );
+      if (used >= budget) return 'budget';
+    }
+    return undefined;
+  }
+
+  /**
+   * One transaction: each policy's results (unless another worker stored them first), metric
+   * points, alert transitions, events, then the item's completion — or its postponement when a
+   * judge was rate limited. A lost claim rolls everything back.
+   */
+  private async store(
+    item: WorkItem,
+    trace: StoredTrace,
+    outcomes: readonly PolicyOutcome[],
+    rateLimited: boolean,
+  ): Promise<void> {
+    const { store, clock, events, observer } = this.deps;
+    const now = clock.now();
+    const stored: PolicyOutcome[] = [];
+    try {
+      await store.withTransaction(async (tx) => {
+        for (const outcome of outcomes) {
+          const { policy, results } = outcome;
+          const inserted = await tx.results.insert(
+            {
+              project: item.project,
+              traceId: item.traceId,
+              policy: policy.name,
+              digest: item.digest,
+              results,
+              scoredAt: now,
+            },
+            item.replace,
+          );
+          if (!inserted) continue;
+          stored.push(outcome);
+          if (outcome.judgeTokens > 0) {
+            await tx.budgets.add(item.project, policy.name, utcDay(now), outcome.judgeTokens);
+          }
+          await events.emitEvent(tx, {
+            type: 'trace.scored',
+            project: item.project,
+            policy: policy.name,
+            trace: traceSummaryView(trace),
+            results,
+          });
+          await this.updateAlerts(tx, policy, results, now);
+        }
+        const ok = rateLimited
+          ? await tx.work.postpone(item.id, item.claim, now + this.backoff(item.attempts))
+          : await tx.work.complete(item.id, item.claim);
+        if (!ok) throw new ClaimLost();
+      });
+    } catch (err) {
+      if (err instanceof ClaimLost) return;
+      throw err;
+    }
+    if (rateLimited) observer?.onPostponed('rate_limited');
+    for (const { policy, results } of stored)
+      observer?.onScored(item.project, policy.name, results);
+    if (stored.length > 0 && !item.replace)
+      observer?.onFreshness(Math.max(0, now - item.traceCompletedAt) / 1000);
+  }
+
+  /** Adds the alerted metrics' points and applies each alert's transition, if any. */
+  private async updateAlerts(
+    tx: StoreTransaction,
+    policy: CompiledPolicy,
+    results: readonly Result[],
+    now: number,
+  ): Promise<void> {
+    if (policy.alerts.length === 0) return;
+    const values = numericScores(results);
+    const points: MetricPoint[] = [];
+    for (const alert of policy.alerts) {
+      const value = values.get(alert.metric);
+      if (value !== undefined) {
+        points.push({
+          project: policy.project,
+          policy: policy.name,
+          metric: alert.metric,
+          at: now,
+          value,
+        });
+      }
+    }
+    if (points.length === 0) return;
+    await tx.alerts.addPoints(points);
+    for (const alert of policy.alerts) {
+      if (!values.has(alert.metric)) continue;
+      const state = await tx.alerts.lockState(policy.project, policy.name, alert.metric);
+      await tx.alerts.trimWindow(policy.project, policy.name, alert.metric, now - alert.windowMs);
+      const { mean, n } = await tx.alerts.window(
+        policy.project,
+        policy.name,
+        alert.metric,
+        now - alert.windowMs,
+      );
+      const wasFiring = state?.firing ?? false;
+      let firing = wasFiring;
+      if (n >= alert.minSamples) firing = mean < alert.below;
+      await tx.alerts.saveState({
+        project: policy.project,
+        policy: policy.name,
+        metric: alert.metric,
+        firing,
+        mean,
+        n,
+        changedAt: firing === wasFiring && state !== undefined ? state.changedAt : now,
+      });
+      if (firing === wasFiring) continue;
+      const event: WebhookEvent = {
+        type: firing ? 'alert.fired' : 'alert.resolved',
+        project: policy.project,
+        policy: policy.name,
+        alert: {
+          policy: policy.name,
+          metric: alert.metric,
+          firing,
+          mean,
+          n,
+          below: alert.below,
+          at: new Date(now).toISOString(),
+        },
+      };
+      await this.deps.events.emitEvent(tx, event);
+      if (alert.webhook !== undefined) await this.deps.events.emitToUrl(tx, event, alert.webhook);
+    }
+  }
+
+  private backoff(attempts: number): number {
+    return Math.min(
+      MAX_BACKOFF_MS,
+      this.options.rateLimitBackoffMs * 2 ** Math.max(0, attempts - 1),
+    );
+  }
+}
+
+/** `2026-11-22`: the judge budget's day. */
+function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}

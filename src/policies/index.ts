@@ -1,0 +1,36 @@
+/**
+ * @module policies
+ * Online evaluation: the OnlineEvalPolicy resource (CEL selector, sampling, stages, alerts), the
+ * engine that claims work items and stores results with their events, windows and alert states,
+ * and the scores read API. Imports core, config, store ports, auth, evaluators, ingest and
+ * webhooks through their index; never api/ or a store adapter.
+ */
+export {
+  type CelKind,
+  type CompiledExpression,
+  compileExpression,
+  type TraceFacts,
+  traceFacts,
+} from './cel.js';
+export {
+  DEFAULT_ENGINE_OPTIONS,
+  PolicyEngine,
+  type PolicyEngineDeps,
+  type PolicyEngineObserver,
+  type PolicyEngineOptions,
+  type PolicyEventSink,
+  samplePoint,
+} from './engine.js';
+export { PolicyErrors } from './error-codes.js';
+export {
+  API_VERSION,
+  type CompiledPolicy,
+  compilePolicy,
+  KIND,
+  type ParsedPolicy,
+  PolicySpecSchema,
+  PROJECT_LABEL,
+  parsePolicy,
+} from './resource.js';
+export { ScoreQueries, type ScoresEntry, scoresEntry } from './scores.js';
+export { PolicyService, type PolicyServiceDeps, type PolicyView } from './service.js';

@@ -1,0 +1,200 @@
+import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
+import { type Clock, isTouchstoneError } from '../core/index.js';
+import type { EvaluatorRegistry, Judge } from '../evaluators/index.js';
+import type { OutboundGuard } from '../net/index.js';
+import type { Page, PageRequest, PolicyRecord, Store } from '../store/index.js';
+import { PolicyErrors } from './error-codes.js';
+import { compilePolicy, parsePolicy, policyResource, policyView } from './resource.js';
+
+export interface PolicyServiceDeps {
+  store: Store;
+  clock: Clock;
+  registry: EvaluatorRegistry;
+  /** Resolves a judge name (undefined = the default judge); throws JUDGE_UNKNOWN naming `path`. */
+  resolveJudge(name: string | undefined, path: string): Judge | undefined;
+  /** DNS-free checks of an alert webhook URL at apply (the dispatcher checks every send). */
+  guard: Pick<OutboundGuard, 'checkTarget'>;
+  logger: AuditLogger;
+  /** Called after a policy is applied or deleted, so this replica's engine reloads at once. */
+  onChange?: () => void;
+}
+
+export type PolicyView = Record<string, unknown>;
+
+/** Traces re-queued per page by a rescore. */
+const RESCORE_PAGE = 500;
+
+/**
+ * The OnlineEvalPolicy resource's operations (REST and CLI). A policy applies to traces stored
+ * after it changes; `rescore` re-queues older ones. Writes are audited by name.
+ */
+export class PolicyService {
+  constructor(private readonly deps: PolicyServiceDeps) {}
+
+  /**
+   * Validates everything (shape, CEL, evaluators and params, judge, alert URLs) and, unless
+   * `validateOnly`, creates or replaces the policy by name within its project.
+   */
+  async apply(
+    caller: Principal,
+    input: unknown,
+    options: { project?: string; validateOnly?: boolean } = {},
+  ): Promise<PolicyView & { created?: boolean }> {
+    const policy = parsePolicy(input);
+    const requested = policy.project ?? options.project;
+    const check = async () => {
+      const project = authorize(caller, 'policies.write', requested);
+      compilePolicy(policy, project, 0, this.deps.registry);
+      this.deps.resolveJudge(policy.spec.judge, 'spec.judge');
+      for (const [i, alert] of policy.spec.alerts.entries()) {
+        if (alert.webhook !== undefined)
+          await this.checkUrl(alert.webhook, `spec.alerts[${i}].webhook`);
+      }
+      return project;
+    };
+    if (options.validateOnly === true) {
+      const project = await check();
+      const existing = await this.deps.store.policies.get(project, policy.name);
+      const now = new Date(this.deps.clock.now()).toISOString();
+      return policyView({
+        project,
+        name: policy.name,
+        resource: policyResource(policy, project),
+        generation: existing?.generation ?? 0,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+      });
+    }
+    return audited(
+      this.deps.logger,
+      caller,
+      'policies.apply',
+      requested,
+      { policy: policy.name },
+      async () => {
+        const project = await check();
+        const { policy: stored, created } = await this.deps.store.policies.upsert(
+          project,
+          policy.name,
+          policyResource(policy, project),
+          this.deps.clock.now(),
+        );
+        this.deps.onChange?.();
+        return { ...policyView(stored), created };
+      },
+    );
+  }
+
+  async list(
+    caller: Principal,
+    project: string | undefined,
+    page: PageRequest,
+  ): Promise<Page<PolicyView>> {
+    const p = authorize(caller, 'policies.read', project);
+    const result = await this.deps.store.policies.list(p, page);
+    return { ...result, items: result.items.map(policyView) };
+  }
+
+  async get(caller: Principal, project: string | undefined, name: string): Promise<PolicyView> {
+    return policyView(await this.find(caller, 'policies.read', project, name));
+  }
+
+  /** Deletes the policy; its stored results, windows and alert states stay readable. */
+  async delete(caller: Principal, project: string | undefined, name: string): Promise<PolicyView> {
+    return audited(
+      this.deps.logger,
+      caller,
+      'policies.delete',
+      project,
+      { policy: name },
+      async () => {
+        const policy = await this.find(caller, 'policies.write', project, name);
+        await this.deps.store.policies.delete(policy.project, name);
+        this.deps.onChange?.();
+        return policyView(policy);
+      },
+    );
+  }
+
+  /**
+   * Re-queues every completed trace of the project that started at or after `since` for this
+   * policy alone; their results for the policy are replaced when scored again.
+   */
+  async rescore(
+    caller: Principal,
+    project: string | undefined,
+    name: string,
+    since: string,
+  ): Promise<{ policy: string; since: string; queued: number }> {
+    const sinceMs = Date.parse(since);
+    if (!/^\d{4}-\d\d-\d\dT/.test(since) || Number.isNaN(sinceMs)) {
+      throw PolicyErrors.POLICY_INVALID('`since` is not an RFC 3339 time', {
+        details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
+      });
+    }
+    return audited(
+      this.deps.logger,
+      caller,
+      'policies.rescore',
+      project,
+      { policy: name },
+      async () => {
+        const policy = await this.find(caller, 'policies.write', project, name);
+        const { store, clock } = this.deps;
+        let queued = 0;
+        let after: { startMs: number; traceId: string } | undefined;
+        for (;;) {
+          const versions = await store.traces.listVersions(
+            policy.project,
+            sinceMs,
+            after,
+            RESCORE_PAGE,
+          );
+          if (versions.length === 0) break;
+          const now = clock.now();
+          queued += await store.work.enqueue(
+            versions.map((v) => ({
+              project: policy.project,
+              traceId: v.traceId,
+              digest: v.digest,
+              policy: name,
+              replace: true,
+              traceCompletedAt: now,
+            })),
+            now,
+          );
+          const last = versions.at(-1);
+          if (last === undefined || versions.length < RESCORE_PAGE) break;
+          after = { startMs: last.startMs, traceId: last.traceId };
+        }
+        this.deps.onChange?.();
+        return { policy: name, since: new Date(sinceMs).toISOString(), queued };
+      },
+    );
+  }
+
+  private async checkUrl(url: string, path: string): Promise<void> {
+    try {
+      await this.deps.guard.checkTarget(new URL(url));
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      throw PolicyErrors.POLICY_INVALID(`invalid policy: ${path}: ${err.message}`, {
+        details: [{ path, message: err.message }],
+      });
+    }
+  }
+
+  private async find(
+    caller: Principal,
+    permission: 'policies.read' | 'policies.write',
+    project: string | undefined,
+    name: string,
+  ): Promise<PolicyRecord> {
+    const p = authorize(caller, permission, project);
+    const policy = await this.deps.store.policies.get(p, name);
+    if (policy === undefined) {
+      throw PolicyErrors.POLICY_NOT_FOUND(`no policy "${name}" in project "${p}"`);
+    }
+    return policy;
+  }
+}

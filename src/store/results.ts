@@ -1,0 +1,270 @@
+import { type Kysely, type SqlBool, sql } from 'kysely';
+import { CoreErrors, type Result } from '../core/index.js';
+import { labelEquals, toIso } from './columns.js';
+import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
+import type {
+  Page,
+  PageRequest,
+  PolicyResults,
+  ResultStore,
+  ScoredTrace,
+  ScoreFilter,
+  StoreDialect,
+} from './ports.js';
+import type { Database } from './schema.js';
+import { SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
+
+type PolicyEntry = ScoredTrace['policies'][number];
+
+const PK = ['project', 'trace_id', 'policy', 'digest', 'evaluator'] as const;
+
+const traceKey = (project: string, traceId: string) => `${project}\u0000${traceId}`;
+
+export class KyselyResultStore implements ResultStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: StoreDialect,
+  ) {}
+
+  private deleteVersion(r: PolicyResults) {
+    return this.db
+      .deleteFrom('results')
+      .where('project', '=', r.project)
+      .where('trace_id', '=', r.traceId)
+      .where('policy', '=', r.policy)
+      .where('digest', '=', r.digest);
+  }
+
+  async insert(results: PolicyResults, replace: boolean): Promise<boolean> {
+    const { project, traceId, policy, digest, scoredAt } = results;
+    if (results.results.length === 0) return false;
+    if (new Set(results.results.map((r) => r.evaluator)).size !== results.results.length) {
+      throw CoreErrors.INVALID_ARGUMENT(`policy ${policy} has two results for one evaluator name`);
+    }
+    const rows = results.results.map((r, position) => ({
+      project,
+      trace_id: traceId,
+      policy,
+      digest,
+      evaluator: r.evaluator,
+      position,
+      outcome: r.outcome,
+      result: JSON.stringify(r),
+      scored_at: scoredAt,
+    }));
+    if (replace) {
+      await this.deleteVersion(results).execute();
+      // A concurrent replace may have written rows our delete did not see: the later one wins.
+      await this.db
+        .insertInto('results')
+        .values(rows)
+        .onConflict((oc) =>
+          oc.columns([...PK]).doUpdateSet((eb) => ({
+            position: eb.ref('excluded.position'),
+            outcome: eb.ref('excluded.outcome'),
+            result: eb.ref('excluded.result'),
+            scored_at: eb.ref('excluded.scored_at'),
+          })),
+        )
+        .execute();
+    } else {
+      const existing = await this.db
+        .selectFrom('results')
+        .select('evaluator')
+        .where('project', '=', project)
+        .where('trace_id', '=', traceId)
+        .where('policy', '=', policy)
+        .where('digest', '=', digest)
+        .limit(1)
+        .executeTakeFirst();
+      if (existing !== undefined) return false;
+      // A concurrent insert of the same version that committed after the check shows up here as
+      // conflicts (PostgreSQL waits on the unique key for the other transaction, then skips).
+      const inserted = await this.db
+        .insertInto('results')
+        .values(rows)
+        .onConflict((oc) => oc.columns([...PK]).doNothing())
+        .returning('evaluator')
+        .execute();
+      if (inserted.length === 0) return false;
+      if (inserted.length < rows.length) {
+        // The other writer won with other evaluators (another generation of the policy): take
+        // back the rows that did not collide rather than mix them into its results.
+        await this.deleteVersion(results)
+          .where(
+            'evaluator',
+            'in',
+            inserted.map((r) => r.evaluator),
+          )
+          .execute();
+        return false;
+      }
+    }
+    await this.db
+      .updateTable('traces')
+      .set((eb) => ({
+        scored_at: eb
+          .case()
+          .when(eb.or([eb('scored_at', 'is', null), eb('scored_at', '<', scoredAt)]))
+          .then(scoredAt)
+          .else(eb.ref('scored_at'))
+          .end(),
+      }))
+      .where('project', '=', project)
+      .where('trace_id', '=', traceId)
+      .execute();
+    return true;
+  }
+
+  async scoredPolicies(project: string, traceId: string, digest: string): Promise<Set<string>> {
+    const rows = await this.db
+      .selectFrom('results')
+      .select('policy')
+      .distinct()
+      .where('project', '=', project)
+      .where('trace_id', '=', traceId)
+      .where('digest', '=', digest)
+      .execute();
+    return new Set(rows.map((r) => r.policy));
+  }
+
+  async list(filter: ScoreFilter, page: PageRequest): Promise<Page<ScoredTrace>> {
+    const limit = pageLimit(page);
+    const after = decodeProjectPageToken(page.pageToken);
+    let q = this.db
+      .selectFrom('traces')
+      .select([...SUMMARY_COLUMNS, 'scored_at'])
+      .where('traces.scored_at', 'is not', null)
+      .where('traces.completed_at', 'is not', null)
+      .orderBy('traces.scored_at', 'desc')
+      .orderBy('traces.project', 'desc')
+      .orderBy('traces.trace_id', 'desc')
+      .limit(limit + 1);
+    if (filter.project !== undefined) q = q.where('traces.project', '=', filter.project);
+    if (filter.service !== undefined) q = q.where('traces.service', '=', filter.service);
+    if (filter.services !== undefined) {
+      // An empty grant sees nothing (`in ()` is not valid SQL).
+      q =
+        filter.services.length > 0
+          ? q.where('traces.service', 'in', [...filter.services])
+          : q.where(sql<SqlBool>`1 = 0`);
+    }
+    if (filter.since !== undefined) q = q.where('traces.scored_at', '>=', filter.since);
+    for (const [k, v] of Object.entries(filter.labels ?? {})) {
+      q = q.where(labelEquals(this.dialect, k, v));
+    }
+    const { policy, evaluator } = filter;
+    if (policy !== undefined || evaluator !== undefined) {
+      q = q.where((eb) => {
+        let sub = eb
+          .selectFrom('results')
+          .select(sql.lit(1).as('one'))
+          .whereRef('results.project', '=', 'traces.project')
+          .whereRef('results.trace_id', '=', 'traces.trace_id');
+        if (policy !== undefined) sub = sub.where('results.policy', '=', policy);
+        if (evaluator !== undefined) sub = sub.where('results.evaluator', '=', evaluator);
+        return eb.exists(sub);
+      });
+    }
+    if (after !== undefined) {
+      q = q.where((eb) =>
+        eb(
+          eb.refTuple('traces.scored_at', 'traces.project', 'traces.trace_id'),
+          '<',
+          eb.tuple(after.at, after.project, after.id),
+        ),
+      );
+    }
+    const rows = await q.execute();
+    const items = rows.slice(0, limit);
+    const latest = await this.latest(
+      items.map((r) => ({ project: r.project, traceId: r.trace_id })),
+    );
+    const out = items.map((row) => ({
+      trace: traceFromRow(row),
+      scoredAt: toIso(row.scored_at ?? 0),
+      policies: latest.get(traceKey(row.project, row.trace_id)) ?? [],
+    }));
+    const last = items.at(-1);
+    if (rows.length <= limit || last === undefined) return { items: out };
+    return {
+      items: out,
+      nextPageToken: encodePageToken({
+        at: last.scored_at ?? 0,
+        id: last.trace_id,
+        project: last.project,
+      }),
+    };
+  }
+
+  async forTrace(project: string, traceId: string): Promise<ScoredTrace | undefined> {
+    const row = await this.db
+      .selectFrom('traces')
+      .select([...SUMMARY_COLUMNS, 'scored_at'])
+      .where('project', '=', project)
+      .where('trace_id', '=', traceId)
+      .where('completed_at', 'is not', null)
+      .where('scored_at', 'is not', null)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const policies = (await this.latest([{ project, traceId }])).get(traceKey(project, traceId));
+    if (policies === undefined) return undefined;
+    return { trace: traceFromRow(row), scoredAt: toIso(row.scored_at ?? 0), policies };
+  }
+
+  /**
+   * Each trace's latest results per policy, in one query: per (trace, policy) only the digest
+   * stored last counts (older versions stay stored but are superseded). Policies by name.
+   */
+  private async latest(
+    traces: readonly { project: string; traceId: string }[],
+  ): Promise<Map<string, PolicyEntry[]>> {
+    const out = new Map<string, PolicyEntry[]>();
+    if (traces.length === 0) return out;
+    const rows = await this.db
+      .selectFrom('results as r')
+      .select(['r.project', 'r.trace_id', 'r.policy', 'r.digest', 'r.result', 'r.scored_at'])
+      .where((eb) =>
+        eb(
+          eb.refTuple('r.project', 'r.trace_id'),
+          'in',
+          traces.map((t) => eb.tuple(t.project, t.traceId)),
+        ),
+      )
+      .where('r.scored_at', '=', (eb) =>
+        eb
+          .selectFrom('results as r2')
+          .select((e) => e.fn.max('r2.scored_at').as('m'))
+          .whereRef('r2.project', '=', 'r.project')
+          .whereRef('r2.trace_id', '=', 'r.trace_id')
+          .whereRef('r2.policy', '=', 'r.policy'),
+      )
+      .orderBy('r.project')
+      .orderBy('r.trace_id')
+      .orderBy('r.policy')
+      .orderBy('r.digest')
+      .orderBy('r.position')
+      .execute();
+    for (const row of rows) {
+      const k = traceKey(row.project, row.trace_id);
+      let policies = out.get(k);
+      if (policies === undefined) {
+        policies = [];
+        out.set(k, policies);
+      }
+      let entry = policies.at(-1);
+      if (entry?.policy !== row.policy) {
+        entry = {
+          policy: row.policy,
+          digest: row.digest,
+          scoredAt: toIso(row.scored_at),
+          results: [],
+        };
+        policies.push(entry);
+      }
+      // Two versions stored in the same millisecond: the first digest in order stands.
+      if (entry.digest === row.digest) entry.results.push(JSON.parse(row.result) as Result);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import { CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import type { NewWorkItem, StoreDialect, WorkItem, WorkQueue } from './ports.js';
+import type { Database, WorkItemsTable } from './schema.js';
+
+/** Rows per multi-row INSERT (SQLite binds at most 32766 parameters per statement). */
+const CHUNK = 500;
+
+function fromRow(row: Selectable<WorkItemsTable>): WorkItem {
+  return {
+    id: row.id,
+    project: row.project,
+    traceId: row.trace_id,
+    digest: row.digest,
+    policy: row.policy,
+    replace: row.replace === 1,
+    traceCompletedAt: row.trace_completed_at,
+    attempts: row.attempts,
+    claim: row.claim,
+    createdAt: row.created_at,
+  };
+}
+
+export class KyselyWorkQueue implements WorkQueue {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: StoreDialect,
+  ) {}
+
+  async enqueue(items: readonly NewWorkItem[], now: number): Promise<number> {
+    // Ids break ties between items visible at the same time: time, then one random draw per
+    // call, then the position in the call, so a call's items are claimed in the order given.
+    const prefix = `wi_${Math.max(0, now).toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`;
+    const rows = items.map((item, i) => ({
+      id: `${prefix}${i.toString(16).padStart(6, '0')}`,
+      project: item.project,
+      trace_id: item.traceId,
+      digest: item.digest,
+      policy: item.policy,
+      replace: item.replace ? 1 : 0,
+      trace_completed_at: item.traceCompletedAt,
+      created_at: now,
+      visible_at: now,
+      attempts: 0,
+      claim: '',
+    }));
+    let added = 0;
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      const inserted = await this.db
+        .insertInto('work_items')
+        .values(rows.slice(i, i + CHUNK))
+        .onConflict((oc) => oc.columns(['project', 'trace_id', 'digest', 'policy']).doNothing())
+        .returning('id')
+        .execute();
+      added += inserted.length;
+    }
+    return added;
+  }
+
+  async claim(now: number, limit: number, hideUntil: number, claim: string): Promise<WorkItem[]> {
+    if (limit <= 0) return [];
+    // PostgreSQL: the candidates are locked and skipped by concurrent claimers, and `= any(array(
+    // subquery))` makes the subquery an InitPlan, run exactly once; `in (subquery)` leaves the
+    // planner free to rescan it, which could lock and claim more than `limit` rows. SQLite
+    // serializes writers, so the plain form is already one atomic claim.
+    const query =
+      this.dialect === 'postgres'
+        ? CompiledQuery.raw(
+            `update work_items set visible_at = $1, attempts = attempts + 1, claim = $2
+             where id = any(array(
+               select id from work_items where visible_at <= $3
+               order by visible_at, id limit $4 for update skip locked))
+             returning *`,
+            [hideUntil, claim, now, limit],
+          )
+        : CompiledQuery.raw(
+            `update work_items set visible_at = ?, attempts = attempts + 1, claim = ?
+             where id in (
+               select id from work_items where visible_at <= ? order by visible_at, id limit ?)
+             returning *`,
+            [hideUntil, claim, now, limit],
+          );
+    const { rows } = await this.db.executeQuery<Selectable<WorkItemsTable>>(query);
+    return rows
+      .map(fromRow)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  async complete(id: string, claim: string): Promise<boolean> {
+    // '' is the token of an item never claimed; it must not be able to complete one.
+    if (claim === '') return false;
+    const result = await this.db
+      .deleteFrom('work_items')
+      .where('id', '=', id)
+      .where('claim', '=', claim)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async postpone(id: string, claim: string, visibleAt: number): Promise<boolean> {
+    if (claim === '') return false;
+    const result = await this.db
+      .updateTable('work_items')
+      .set({ visible_at: visibleAt })
+      .where('id', '=', id)
+      .where('claim', '=', claim)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async stats(): Promise<{ depth: number; oldestCreatedAt?: number }> {
+    const row = await this.db
+      .selectFrom('work_items')
+      .select((eb) => [
+        eb.fn.countAll<number | string>().as('n'),
+        eb.fn.min<number | null>('created_at').as('oldest'),
+      ])
+      .executeTakeFirst();
+    const depth = Number(row?.n ?? 0);
+    const oldest = row?.oldest;
+    return oldest === null || oldest === undefined || depth === 0
+      ? { depth }
+      : { depth, oldestCreatedAt: Number(oldest) };
+  }
+}
