@@ -5,6 +5,7 @@
 const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
+  online: async () => (await import('./online.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
   webhooks: async () => (await import('./webhooks.js')).main(),

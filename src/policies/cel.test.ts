@@ -12,6 +12,7 @@ import {
   type CelKind,
   compileExpression,
   MAX_EXPRESSION_LENGTH,
+  type OverrideInputs,
   type TraceFacts,
   traceFacts,
 } from './cel.js';
@@ -323,6 +324,142 @@ describe('evaluate', () => {
   });
 });
 
+describe('override expressions', () => {
+  const text: OverrideInputs = {
+    input: 'find flights to Lisbon',
+    output: 'Booked TP1234.\nTotal: 320 EUR',
+  };
+  const overrideFacts = traceFacts(summary, record, {
+    ...root,
+    attributes: { ...root.attributes, 'mlflow.spanOutputs': '{"answer":"Booked"}' },
+  });
+
+  function value(source: string, t: OverrideInputs = text) {
+    return compileExpression(source, 'override', 'spec.overrides.output').evaluateValue(
+      overrideFacts,
+      t,
+    );
+  }
+
+  it('report compile errors with their line and column', () => {
+    expect(messages('outptu.split("\\n")', 'override')).toEqual([
+      "line 1, column 1: undeclared reference to 'outptu' (did you mean 'output'?)",
+    ]);
+    expect(messages('input +', 'override')[0]).toMatch(/^line 1, column 7: syntax error/);
+    expect(messages('input\n  + 1', 'override')).toEqual([
+      "line 2, column 3: no matching overload for '+' applied to '(string, int)'",
+    ]);
+    expect(messages('output.size', 'override')[0]).toBe(
+      "line 1, column 7: type 'string' has no field 'size'",
+    );
+    expect(messages('scores.latency', 'override')[0]).toContain('only a stage');
+    expect(messages('output.matches("(")', 'override')[0]).toBe(
+      'line 1, column 16: invalid regular expression (RE2 syntax)',
+    );
+    expect(messages(`${'['.repeat(40)}1${']'.repeat(40)}`, 'override')[0]).toBe(
+      'line 1, column 33: brackets nest more than 32 deep',
+    );
+  });
+
+  it('accept any result type, and only overrides see input and output', () => {
+    for (const source of ['output', 'steps + 1', '[1, 2]', '{"a": 1}', 'null', 'b"x"']) {
+      expect(() => compileExpression(source, 'override', 'o'), source).not.toThrow();
+    }
+    expect(messages('output == "x"')[0]).toBe(
+      "line 1, column 1: undeclared reference to 'output' (only a trace source's overrides see input and output)",
+    );
+    expect(messages('input != ""', 'when')[0]).toContain("undeclared reference to 'input'");
+  });
+
+  it.each<[string, unknown]>([
+    ['output.split("\\n")[0]', 'Booked TP1234.'],
+    ['input', 'find flights to Lisbon'],
+    ['attributes["mlflow.spanOutputs"]', '{"answer":"Booked"}'],
+    ['labels.team + "-x"', 'travel-x'],
+    [
+      '{"team": labels.team, "steps": steps, "slow": duration > 2.0}',
+      {
+        team: 'travel',
+        steps: 7,
+        slow: true,
+      },
+    ],
+    [
+      '[service, size(tools), 0.5, null, tools.filter(t, t == "search")]',
+      ['agent-booking', 3, 0.5, null, ['search', 'search']],
+    ],
+    ['attributes.meta', { tier: 'gold', retries: 2, nested: { deep: true } }],
+    ['output.contains("EUR")', true],
+    ['[]', []],
+  ])('%s', (source, expected) => {
+    expect(value(source)).toEqual({ ok: true, value: expected });
+  });
+
+  it('reads the input and output passed with each evaluation', () => {
+    const expr = compileExpression('input + " / " + output', 'override', 'o');
+    expect(expr.evaluateValue(overrideFacts, { input: 'a', output: 'b' })).toEqual({
+      ok: true,
+      value: 'a / b',
+    });
+    expect(expr.evaluateValue(overrideFacts, { input: 'c', output: 'd' })).toEqual({
+      ok: true,
+      value: 'c / d',
+    });
+  });
+
+  it('fail without throwing on a missing key or a bad value', () => {
+    expect(value('labels.region')).toEqual({ ok: false, error: 'line 1, column 7: no such key' });
+    expect(value('attributes["gen_ai.prompt"]')).toMatchObject({ ok: false });
+    expect(value('output.split("\\n")[5]')).toMatchObject({ ok: false });
+    const secret = value('int(attributes.secret)');
+    expect(secret.ok).toBe(false);
+    if (!secret.ok) expect(secret.error).not.toContain('SECRET');
+    const bad = { input: 1, output: 'x' } as unknown as OverrideInputs;
+    expect(value('output', bad)).toEqual({ ok: false, error: 'input and output must be strings' });
+  });
+
+  it('convert values that are not JSON as documented', () => {
+    expect(value('9007199254740991')).toEqual({ ok: true, value: 9007199254740991 });
+    expect(value('9007199254740993')).toEqual({ ok: true, value: '9007199254740993' });
+    expect(value('-9223372036854775808')).toEqual({ ok: true, value: '-9223372036854775808' });
+    expect(value('18446744073709551615u')).toEqual({ ok: true, value: '18446744073709551615' });
+    expect(value('3u')).toEqual({ ok: true, value: 3 });
+    expect(value('attributes.big')).toEqual({ ok: true, value: '9007199254740993' });
+    expect(value('[1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0]')).toEqual({
+      ok: true,
+      value: ['Infinity', '-Infinity', 'NaN'],
+    });
+    expect(value('b"abc"')).toEqual({ ok: true, value: 'YWJj' });
+    expect(value('timestamp("2024-05-01T12:00:00Z")')).toEqual({
+      ok: true,
+      value: '2024-05-01T12:00:00Z',
+    });
+    expect(value('duration("1500ms")')).toEqual({ ok: true, value: '1.500s' });
+    expect(value('type(steps)')).toEqual({ ok: true, value: 'int' });
+    const keyed = value('{1: "a", true: "b", 2u: "c", "__proto__": "d"}');
+    expect(keyed).toEqual({ ok: true, value: { 1: 'a', true: 'b', 2: 'c', ['__proto__']: 'd' } });
+    if (keyed.ok) {
+      expect(Object.getPrototypeOf(keyed.value)).toBe(Object.prototype);
+      expect(Object.keys(keyed.value as object)).toEqual(['1', '2', 'true', '__proto__']);
+    }
+  });
+
+  it('refuse the other evaluation', () => {
+    const override = compileExpression('output', 'override', 'o');
+    expect(override.evaluate(facts)).toEqual({
+      ok: false,
+      error: 'an override gives a value, not a bool: use evaluateValue',
+    });
+    const selector = compileExpression('error', 'selector', 's');
+    expect(selector.evaluateValue(facts, text)).toEqual({
+      ok: false,
+      error: 'a selector gives a bool, not a value: use evaluate',
+    });
+    const when = compileExpression('error', 'when', 'w');
+    expect(when.evaluateValue(facts, text).ok).toBe(false);
+  });
+});
+
 describe('compileExpression never throws anything but POLICY_CEL_INVALID', () => {
   const seeds = [
     'service.startsWith("agent") && labels.env == "prod"',
@@ -389,11 +526,14 @@ describe('compileExpression never throws anything but POLICY_CEL_INVALID', () =>
     inputs.push('', '   ', '\u0000', '('.repeat(5000), 'a.'.repeat(2000), '"'.repeat(3));
     let compiled = 0;
     for (const source of inputs) {
-      for (const kind of ['selector', 'when'] as const) {
+      for (const kind of ['selector', 'when', 'override'] as const) {
         try {
           const expr = compileExpression(source, kind, 'p');
           compiled++;
-          const r = expr.evaluate(facts, { x: 1 });
+          const r =
+            kind === 'override'
+              ? expr.evaluateValue(facts, { input: 'in', output: 'out' })
+              : expr.evaluate(facts, { x: 1 });
           expect(typeof r.ok).toBe('boolean');
         } catch (err) {
           expect(isTouchstoneError(err), JSON.stringify(source)).toBe(true);

@@ -11,16 +11,23 @@ import {
   type CelInput,
   CelScalar,
   type CelType,
+  type CelValue,
   celEnv,
   celList,
   celMap,
   isCelError,
+  isCelList,
+  isCelMap,
+  isCelType,
+  isCelUint,
   listType,
   mapType,
   parse,
   plan,
 } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
+import { toJson } from '@bufbuild/protobuf';
+import { isReflectMessage } from '@bufbuild/protobuf/reflect';
 import RE2 from 're2';
 import type { AttributeValue, ErrorDetail, EvalRecord, TraceRoot } from '../core/index.js';
 import { isTouchstoneError } from '../core/index.js';
@@ -101,10 +108,22 @@ export function traceFacts(
   return Object.freeze(facts);
 }
 
-/** `selector` for `spec.selector` and `spec.sampling.always[i]`; `when` for stages (adds `scores`). */
-export type CelKind = 'selector' | 'when';
+/**
+ * `selector` for `spec.selector` and `spec.sampling.always[i]`; `when` for stages (adds `scores`);
+ * `override` for a trace source's overrides (adds `input` and `output`, and may give any value).
+ */
+export type CelKind = 'selector' | 'when' | 'override';
 
 export type EvaluationResult = { ok: true; value: boolean } | { ok: false; error: string };
+
+/** What an `override` reads besides the facts: the record's input and output as text. */
+export interface OverrideInputs {
+  input: string;
+  output: string;
+}
+
+/** An `override`'s value as plain JSON; see `evaluateValue`. */
+export type ValueResult = { ok: true; value: unknown } | { ok: false; error: string };
 
 export interface CompiledExpression {
   readonly source: string;
@@ -112,9 +131,20 @@ export interface CompiledExpression {
   /**
    * True or false, or `ok: false` when evaluation failed (a missing key, a type mismatch, a
    * non-bool result). `scores` maps metric names to numbers (pass/fail as 1/0); only a `when`
-   * reads it. Never throws; `error` never quotes trace content.
+   * reads it. Never throws; `error` never quotes trace content. On an `override`, always
+   * `ok: false` (use `evaluateValue`).
    */
   evaluate(facts: TraceFacts, scores?: Readonly<Record<string, number>>): EvaluationResult;
+  /**
+   * On a compiled 'override' expression: the value as plain JSON (string, number, bool, null,
+   * list, map with string keys), or why not. Never throws; `error` never quotes trace content.
+   * CEL `int`/`uint` become numbers, or decimal strings outside ±(2^53 − 1); a `double` that is
+   * NaN or infinite becomes "NaN", "Infinity" or "-Infinity"; map keys that are not strings are
+   * stringified (`1`, `true`); bytes become base64, timestamps RFC 3339 text (`2024-05-01T12:00:00Z`),
+   * durations seconds text (`1.500s`), types their names (`int`). On a `selector` or `when`,
+   * always `ok: false` (use `evaluate`).
+   */
+  evaluateValue(facts: TraceFacts, text: OverrideInputs): ValueResult;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,6 +168,8 @@ const SELECTOR_VARIABLES = {
 } as const;
 
 const WHEN_VARIABLES = { ...SELECTOR_VARIABLES, scores: mapType(STRING, DOUBLE) } as const;
+
+const OVERRIDE_VARIABLES = { ...SELECTOR_VARIABLES, input: STRING, output: STRING } as const;
 
 const REGEX_CACHE_SIZE = 256;
 const regexCache = new Map<string, RE2>();
@@ -163,6 +195,7 @@ const re2 = { compile: (pattern: string) => compileRegex(pattern) };
 const envs: Record<CelKind, CelEnv> = {
   selector: celEnv({ variables: SELECTOR_VARIABLES, funcs: strings, re2 }),
   when: celEnv({ variables: WHEN_VARIABLES, funcs: strings, re2 }),
+  override: celEnv({ variables: OVERRIDE_VARIABLES, funcs: strings, re2 }),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -287,6 +320,7 @@ const OVERLOADS = (() => {
 const VARIABLE_TYPES: Record<CelKind, ReadonlyMap<string, Ty>> = {
   selector: new Map(Object.entries(SELECTOR_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
   when: new Map(Object.entries(WHEN_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
+  override: new Map(Object.entries(OVERRIDE_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
 };
 
 /** Identifiers that name types (`type(x) == string`). */
@@ -426,8 +460,14 @@ class Checker {
     const t = scope.get(name) ?? VARIABLE_TYPES[this.kind].get(name);
     if (t !== undefined) return t;
     if (TYPE_NAMES.has(name)) return T.type;
-    if (name === 'scores' && this.kind === 'selector') {
+    if (name === 'scores' && this.kind !== 'when') {
       return this.fail(e, "undeclared reference to 'scores' (only a stage's `when` sees scores)");
+    }
+    if ((name === 'input' || name === 'output') && this.kind !== 'override') {
+      return this.fail(
+        e,
+        `undeclared reference to '${name}' (only a trace source's overrides see input and output)`,
+      );
     }
     const known = [...scope.keys(), ...VARIABLE_TYPES[this.kind].keys()].filter(
       (k) => !k.startsWith('@'),
@@ -702,7 +742,8 @@ function invalid(path: string, messages: string[]): never {
 
 /**
  * Parses, type-checks and plans a CEL expression; throws POLICY_CEL_INVALID (details name `path`
- * and the line and column) when it does not compile, is not boolean, or exceeds the limits.
+ * and the line and column) when it does not compile, is not boolean (an `override` may give any
+ * type), or exceeds the limits.
  */
 export function compileExpression(source: string, kind: CelKind, path: string): CompiledExpression {
   try {
@@ -735,7 +776,12 @@ function compile(source: string, kind: CelKind, path: string): CompiledExpressio
   const positions = parsed.sourceInfo?.positions ?? {};
   const checker = new Checker(kind, positions);
   const type = checker.check(parsed.expr, new Map(), 0, 0);
-  if (checker.problems.length === 0 && type.k !== 'bool' && type.k !== 'dyn') {
+  if (
+    checker.problems.length === 0 &&
+    kind !== 'override' &&
+    type.k !== 'bool' &&
+    type.k !== 'dyn'
+  ) {
     const start = source.length - source.trimStart().length;
     checker.problems.push({
       offset: start,
@@ -758,6 +804,9 @@ function compile(source: string, kind: CelKind, path: string): CompiledExpressio
     source,
     kind,
     evaluate(facts, scores) {
+      if (kind === 'override') {
+        return { ok: false, error: 'an override gives a value, not a bool: use evaluateValue' };
+      }
       try {
         const bindings = bindingsFor(facts, kind === 'when' ? (scores ?? NO_SCORES) : undefined);
         const value = run(bindings);
@@ -768,7 +817,85 @@ function compile(source: string, kind: CelKind, path: string): CompiledExpressio
         return { ok: false, error: 'evaluation failed' };
       }
     },
+    evaluateValue(facts, text) {
+      if (kind !== 'override') {
+        return { ok: false, error: `a ${kind} gives a bool, not a value: use evaluate` };
+      }
+      try {
+        if (typeof text?.input !== 'string' || typeof text.output !== 'string') {
+          return { ok: false, error: 'input and output must be strings' };
+        }
+        const bindings = bindingsFor(facts, undefined, text);
+        const value = run(bindings);
+        if (isCelError(value)) return { ok: false, error: where(value) + safeMessage(value) };
+        return toJsonValue(value, 0);
+      } catch {
+        return { ok: false, error: 'evaluation failed' };
+      }
+    },
   };
+}
+
+/** Deepest list or map nesting `evaluateValue` converts. */
+const MAX_RESULT_DEPTH = 64;
+
+/** A CEL value as plain JSON (see `evaluateValue`); fails only on depth or an unknown value. */
+function toJsonValue(v: CelValue, depth: number): ValueResult {
+  if (depth > MAX_RESULT_DEPTH) {
+    return { ok: false, error: `value nests more than ${MAX_RESULT_DEPTH} levels` };
+  }
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return { ok: true, value: v };
+    case 'number':
+      return { ok: true, value: Number.isFinite(v) ? v : String(v) };
+    case 'bigint':
+      return { ok: true, value: bigintJson(v) };
+    case 'object':
+      break;
+    default:
+      return { ok: false, error: 'value cannot be converted' };
+  }
+  if (v === null) return { ok: true, value: null };
+  if (v instanceof Uint8Array) return { ok: true, value: Buffer.from(v).toString('base64') };
+  if (isCelUint(v)) return { ok: true, value: bigintJson(v.value) };
+  if (isCelList(v)) {
+    const out: unknown[] = [];
+    for (const el of v) {
+      const r = toJsonValue(el, depth + 1);
+      if (!r.ok) return r;
+      out.push(r.value);
+    }
+    return { ok: true, value: out };
+  }
+  if (isCelMap(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, el] of v) {
+      const r = toJsonValue(el, depth + 1);
+      if (!r.ok) return r;
+      // A key `__proto__` must stay a key, not replace the prototype.
+      Object.defineProperty(out, isCelUint(k) ? k.value.toString() : String(k), {
+        value: r.value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
+    return { ok: true, value: out };
+  }
+  if (isCelType(v)) return { ok: true, value: String(v) };
+  if (isReflectMessage(v)) {
+    // Timestamps and durations; their JSON forms are RFC 3339 text and `1.5s`.
+    const json = toJson(v.desc, v.message);
+    if (typeof json === 'string') return { ok: true, value: json };
+  }
+  return { ok: false, error: 'value cannot be converted' };
+}
+
+function bigintJson(v: bigint): number | string {
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : v.toString();
 }
 
 /** Evaluation errors reduced to texts that cannot quote trace content (keys, values, patterns). */
@@ -817,6 +944,9 @@ class FactBindings {
   #scoresSource: object | undefined;
   #scores: CelInput | undefined;
 
+  #input: string | undefined;
+  #output: string | undefined;
+
   constructor(private readonly f: TraceFacts) {}
 
   /**
@@ -831,9 +961,22 @@ class FactBindings {
     this.#scoresSource = scores;
   }
 
+  /** Sets what `input` and `output` read for the next evaluation, as `useScores` does. */
+  useText(text: OverrideInputs): void {
+    this.#input = text.input;
+    this.#output = text.output;
+  }
+
   /** Undefined for selectors, which the check keeps from reading it. */
   get scores(): CelInput | undefined {
     return this.#scores;
+  }
+  /** Undefined for selectors and `when`, which the check keeps from reading them. */
+  get input(): string | undefined {
+    return this.#input;
+  }
+  get output(): string | undefined {
+    return this.#output;
   }
   get service(): string {
     return String(this.f.service);
@@ -886,6 +1029,7 @@ const foreignBindings = new WeakMap<object, FactBindings>();
 function bindingsFor(
   facts: TraceFacts,
   scores: Readonly<Record<string, number>> | undefined,
+  text?: OverrideInputs,
 ): Bindings {
   let base = (facts as { [BINDINGS]?: FactBindings })[BINDINGS];
   if (base === undefined) {
@@ -896,6 +1040,7 @@ function bindingsFor(
     }
   }
   if (scores !== undefined) base.useScores(scores);
+  if (text !== undefined) base.useText(text);
   return base as unknown as Bindings;
 }
 

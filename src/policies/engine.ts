@@ -42,6 +42,23 @@ export interface PolicyEventSink {
   emitToUrl(tx: StoreTransaction, event: WebhookEvent, url: string): Promise<string>;
 }
 
+/** Stored results, as a sink sees them (trace sources write them back to their store). */
+export interface StoredResults {
+  trace: StoredTrace;
+  policy: string;
+  digest: string;
+  results: readonly Result[];
+  /** Instance names of the policy's evaluators that ask a judge model. */
+  judged: ReadonlySet<string>;
+}
+
+/** Something that follows stored results in their own transaction (an outbox of its own). */
+export interface ResultSink {
+  /** The policies allowed to score traces of this source (undefined = every selecting policy). */
+  allowedPolicies?(project: string, source: string): Promise<ReadonlySet<string> | undefined>;
+  onStored(tx: StoreTransaction, stored: StoredResults): Promise<void>;
+}
+
 export interface PolicyEngineOptions {
   /** Items claimed per round trip. */
   batchSize: number;
@@ -70,6 +87,7 @@ export interface PolicyEngineDeps {
   /** A judge by name (undefined = the default); undefined when none is configured. */
   judge(name: string | undefined): Judge | undefined;
   events: PolicyEventSink;
+  sinks?: readonly ResultSink[];
   observer?: PolicyEngineObserver;
   logger?: { warn(obj: object, msg: string): void };
   options?: Partial<PolicyEngineOptions>;
@@ -82,6 +100,8 @@ const MAX_ATTEMPTS = 50;
 /** How often policies are re-read to see changes made on other replicas. */
 const POLICY_REFRESH_MS = 1_000;
 const MAX_BACKOFF_MS = 5 * 60_000;
+/** When an item failed on a passing error (database busy), it is looked at again after this. */
+const RETRY_SOON_MS = 1_000;
 
 /** Thrown inside a results transaction to roll it back when the item's claim was lost. */
 class ClaimLost extends Error {}
@@ -219,12 +239,21 @@ export class PolicyEngine {
           try {
             if (await this.process(item)) done++;
           } catch (err) {
-            // The item stays claimed and is retried after its visibility timeout.
             this.deps.logger?.warn(
               { err, traceId: item.traceId },
               'scoring a trace failed; it will be retried',
             );
+            // A passing failure (the database busy or unreachable) comes back soon; anything else,
+            // or a failed postpone, waits out the visibility timeout.
+            if (isTouchstoneError(err) && err.retryable) {
+              await this.deps.store.work
+                .postpone(item.id, item.claim, this.deps.clock.now() + RETRY_SOON_MS)
+                .catch(() => false);
+            }
           }
+          // On SQLite every store call settles without leaving the microtask queue: without this
+          // a backlog is drained in one go and HTTP (ingest included) waits until it is empty.
+          await yieldToEventLoop();
         }
       };
       await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
@@ -281,6 +310,12 @@ export class PolicyEngine {
 
     let policies = this.policies.get(item.project) ?? [];
     if (item.policy !== '') policies = policies.filter((p) => p.name === item.policy);
+    if (found.trace.source !== '') {
+      for (const sink of this.deps.sinks ?? []) {
+        const allowed = await sink.allowedPolicies?.(item.project, found.trace.source);
+        if (allowed !== undefined) policies = policies.filter((p) => allowed.has(p.name));
+      }
+    }
     const scored = item.replace
       ? new Set<string>()
       : await store.results.scoredPolicies(item.project, item.traceId, item.digest);
@@ -431,6 +466,20 @@ export class PolicyEngine {
             results,
           });
           await this.updateAlerts(tx, policy, results, now);
+          const judged = new Set(
+            policy.stages.flatMap((s) =>
+              s.instances.filter((i) => i.needsJudge).map((i) => i.name),
+            ),
+          );
+          for (const sink of this.deps.sinks ?? []) {
+            await sink.onStored(tx, {
+              trace,
+              policy: policy.name,
+              digest: item.digest,
+              results,
+              judged,
+            });
+          }
         }
         const ok = rateLimited
           ? await tx.work.postpone(item.id, item.claim, now + this.backoff(item.attempts))
@@ -520,6 +569,11 @@ export class PolicyEngine {
       this.options.rateLimitBackoffMs * 2 ** Math.max(0, attempts - 1),
     );
   }
+}
+
+/** Lets timers and I/O (pending requests) run before the next item. */
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** `2026-11-22`: the judge budget's day. */

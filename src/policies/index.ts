@@ -9,6 +9,7 @@ export {
   type CelKind,
   type CompiledExpression,
   compileExpression,
+  type OverrideInputs,
   type TraceFacts,
   traceFacts,
 } from './cel.js';
@@ -19,6 +20,8 @@ export {
   type PolicyEngineObserver,
   type PolicyEngineOptions,
   type PolicyEventSink,
+  type ResultSink,
+  type StoredResults,
   samplePoint,
 } from './engine.js';
 export { PolicyErrors } from './error-codes.js';

@@ -1,0 +1,670 @@
+/**
+ * Online scoring, end to end on a real `touchstone serve` process (SQLite in a temp data dir, and
+ * PostgreSQL too when TOUCHSTONE_BENCH_PG or TOUCHSTONE_TEST_PG names a server: a fresh schema,
+ * dropped after). Completion grace 200 ms so completion does not dominate; the rest is default.
+ * Two policies of cheap evaluators: `agent-health` (tool-errors, step-budget, latency; every
+ * trace) and `travel-loops` (a CEL selector on a label; loop-detection, token-usage).
+ *  0. warm-up: one second of traffic, scored before anything is measured;
+ *  1. steady: 20 traces/s, one OTLP protobuf request per trace, for BENCH_ONLINE_SECONDS (30);
+ *  2. burst: BENCH_ONLINE_BURST (10k) traces, 50 per request, 4 in flight, as fast as accepted.
+ * Freshness (trace complete → results stored) comes from the server's own histogram
+ * `touchstone_online_freshness_seconds` (bucket deltas, linear interpolation: an estimate within
+ * its buckets, the share ≤ 1 s is exact), cross-checked from the client: a trace's `scoredAt`
+ * in `GET /v1alpha1/scores` minus (its OTLP answer + the grace), which adds the completer's poll.
+ * Budget (DESIGN §7): freshness p95 ≤ 1 s at steady load (2 cores); server RSS ≤ 300 MB.
+ *
+ * BENCH_CPU_PROFILE=PREFIX writes V8 CPU profiles of the server process (every thread; the main
+ * thread's file is the one whose name has thread id 0) under the directory PREFIX-LABEL.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import pg from 'pg';
+import { protobufBody, recordSpans } from '../test/support/otel.js';
+import { ENTRY, freePort, type ServerProcess } from '../test/support/process.js';
+import { fmt, percentile } from './stats.js';
+
+const STEADY_SECONDS = Number(process.env.BENCH_ONLINE_SECONDS ?? 30);
+const STEADY_RATE = 20;
+const BURST = Number(process.env.BENCH_ONLINE_BURST ?? 10_000);
+const BURST_TRACES_PER_REQUEST = 50;
+const IN_FLIGHT = 4;
+const GRACE_MS = 200;
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
+const POLICIES = ['agent-health', 'travel-loops'] as const;
+
+function policy(name: string, spec: Record<string, unknown>) {
+  return {
+    apiVersion: 'touchstone.dev/v1alpha1',
+    kind: 'OnlineEvalPolicy',
+    metadata: { name },
+    spec,
+  };
+}
+/** Every bench trace is selected by both (the selector is still evaluated for each trace). */
+const POLICY_RESOURCES = [
+  policy('agent-health', {
+    stages: [
+      {
+        evaluators: [
+          { ref: 'tool-errors' },
+          { ref: 'step-budget', params: { maxSteps: 20, maxToolCalls: 8 } },
+          { ref: 'latency', params: { thresholdMs: 30_000 } },
+        ],
+      },
+    ],
+  }),
+  policy('travel-loops', {
+    selector: 'labels["workflow"] == "travel" && steps > 3',
+    stages: [
+      {
+        evaluators: [
+          { ref: 'loop-detection', params: { maxRepeats: 2 } },
+          { ref: 'token-usage', params: { maxTotalTokens: 4000 } },
+        ],
+      },
+    ],
+  }),
+];
+
+/**
+ * An agent trace like the ingest bench's (root agent, 4 × LLM call + tool call, a retrieval, a
+ * final LLM call: 11 spans); every 10th has a failing tool, every 7th repeats the same search.
+ */
+function agent(tracer: Tracer, i: number): string {
+  let traceId = '';
+  tracer.startActiveSpan(
+    'invoke_agent travel',
+    {
+      attributes: {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': 'travel',
+        'touchstone.label.workflow': 'travel',
+        'touchstone.label.tier': i % 3 === 0 ? 'gold' : 'standard',
+      },
+    },
+    (root) => {
+      traceId = root.spanContext().traceId;
+      const ctx = trace.setSpan(context.active(), root);
+      for (let step = 0; step < 4; step++) {
+        const query =
+          i % 7 === 0 ? 'Lisbon hotels' : `Lisbon ${['hotels', 'food', 'trams', 'museums'][step]}`;
+        const llm = tracer.startSpan(
+          'chat gpt-4o-mini',
+          {
+            attributes: {
+              'gen_ai.operation.name': 'chat',
+              'gen_ai.request.model': 'gpt-4o-mini',
+              'gen_ai.usage.input_tokens': 300 + step,
+              'gen_ai.usage.output_tokens': 40,
+              'gen_ai.input.messages': JSON.stringify([
+                {
+                  role: 'system',
+                  parts: [{ type: 'text', content: 'You are a travel assistant. Be brief.' }],
+                },
+                {
+                  role: 'user',
+                  parts: [{ type: 'text', content: `Plan a weekend in Lisbon for request ${i}` }],
+                },
+              ]),
+              'gen_ai.output.messages': JSON.stringify([
+                {
+                  role: 'assistant',
+                  parts: [
+                    {
+                      type: 'tool_call',
+                      id: `call_${step}`,
+                      name: 'search',
+                      arguments: { q: query },
+                    },
+                  ],
+                },
+              ]),
+            },
+          },
+          ctx,
+        );
+        llm.end();
+        const tool = tracer.startSpan(
+          'search',
+          {
+            attributes: {
+              'openinference.span.kind': 'TOOL',
+              'tool.name': 'search',
+              'input.value': JSON.stringify({ q: query }),
+              'output.value': 'Hotel A (4.5), Hotel B (4.1), Hotel C (3.9)',
+            },
+          },
+          ctx,
+        );
+        if (step === 3 && i % 10 === 0)
+          tool.setStatus({ code: SpanStatusCode.ERROR, message: 'search timed out' });
+        tool.end();
+      }
+      tracer
+        .startSpan(
+          'retrieve',
+          { attributes: { 'openinference.span.kind': 'RETRIEVER', 'input.value': 'Lisbon' } },
+          ctx,
+        )
+        .end();
+      tracer
+        .startSpan(
+          'chat gpt-4o-mini',
+          {
+            attributes: {
+              'gen_ai.operation.name': 'chat',
+              'gen_ai.request.model': 'gpt-4o-mini',
+              'gen_ai.usage.input_tokens': 900,
+              'gen_ai.usage.output_tokens': 120,
+            },
+          },
+          ctx,
+        )
+        .end();
+      root.end();
+    },
+  );
+  return traceId;
+}
+
+interface Batch {
+  body: Buffer;
+  traceIds: string[];
+}
+
+/** OTLP protobuf bodies of `traces` traces, `perBody` per request, built before any timing. */
+function buildBatches(
+  first: number,
+  traces: number,
+  perBody: number,
+): { batches: Batch[]; spans: number } {
+  const batches: Batch[] = [];
+  let spans = 0;
+  for (let start = 0; start < traces; start += perBody) {
+    const traceIds: string[] = [];
+    const recorded = recordSpans({ 'service.name': `svc-${(first + start) % 5}` }, (t) => {
+      for (let k = start; k < Math.min(traces, start + perBody); k++)
+        traceIds.push(agent(t, first + k));
+    });
+    spans += recorded.length;
+    batches.push({ body: protobufBody(recorded), traceIds });
+  }
+  return { batches, spans };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prometheus text
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function parseMetrics(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (m === null) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[l[1] as string] = l[2] as string;
+    }
+    out.push({ name: m[1] as string, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+class Scrape {
+  constructor(readonly samples: Sample[]) {}
+
+  value(name: string, labels: Record<string, string> = {}): number {
+    let sum = 0;
+    for (const s of this.samples) {
+      if (s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+        sum += s.value;
+    }
+    return sum;
+  }
+
+  /** Cumulative buckets (le ascending, +Inf last). */
+  buckets(name: string): { le: number; count: number }[] {
+    return this.samples
+      .filter((s) => s.name === `${name}_bucket`)
+      .map((s) => ({
+        le: s.labels.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(s.labels.le),
+        count: s.value,
+      }))
+      .sort((a, b) => a.le - b.le);
+  }
+
+  scored(policy: string): number {
+    return this.value('touchstone_policy_traces_scored_total', { policy });
+  }
+}
+
+interface HistogramDelta {
+  count: number;
+  p50: number;
+  p95: number;
+  /** Share of observations ≤ 1 s (exact: 1 s is a bucket bound). */
+  withinOneSecond: number;
+  /** Highest finite bucket bound (quantiles past it are reported as "> max"). */
+  max: number;
+}
+
+/** Quantile as Prometheus' histogram_quantile computes it: linear within the bucket. */
+function bucketQuantile(buckets: { le: number; count: number }[], q: number): number {
+  const total = buckets.at(-1)?.count ?? 0;
+  if (total === 0) return Number.NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const b of buckets) {
+    if (b.count >= rank) {
+      if (b.le === Number.POSITIVE_INFINITY) return Number.POSITIVE_INFINITY;
+      return b.count === below
+        ? b.le
+        : lower + ((b.le - lower) * (rank - below)) / (b.count - below);
+    }
+    lower = b.le;
+    below = b.count;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+function freshnessDelta(before: Scrape, after: Scrape): HistogramDelta {
+  const name = 'touchstone_online_freshness_seconds';
+  const b0 = new Map(before.buckets(name).map((b) => [b.le, b.count]));
+  const delta = after
+    .buckets(name)
+    .map((b) => ({ le: b.le, count: b.count - (b0.get(b.le) ?? 0) }));
+  const count = delta.at(-1)?.count ?? 0;
+  const one = delta.find((b) => b.le === 1)?.count ?? Number.NaN;
+  return {
+    count,
+    p50: bucketQuantile(delta, 0.5),
+    p95: bucketQuantile(delta, 0.95),
+    withinOneSecond: count === 0 ? Number.NaN : one / count,
+    max: Math.max(...delta.map((b) => b.le).filter(Number.isFinite)),
+  };
+}
+
+function seconds(value: number, max: number): string {
+  return value === Number.POSITIVE_INFINITY ? `> ${max} s` : `${fmt(value, 3)} s`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server process
+
+/** Peak RSS (VmHWM, the default) or RSS (VmRSS) of a process, in MB, from /proc (Linux). */
+function rssMb(pid: number, field: 'VmHWM' | 'VmRSS' = 'VmHWM'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? Number.NaN : Number(m[1]) / 1024;
+}
+
+/** CPU seconds (user + system) of a process, or of one thread with `tid`, from /proc (Linux). */
+function cpuSeconds(pid: number, tid?: number): number {
+  const stat = readFileSync(
+    tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
+    'utf8',
+  );
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
+}
+
+function load(): string {
+  return loadavg()
+    .map((l) => fmt(l, 1))
+    .join(' ');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+class Client {
+  constructor(readonly base: string) {}
+
+  async metrics(): Promise<Scrape> {
+    const res = await fetch(`${this.base}/metrics`);
+    return new Scrape(parseMetrics(await res.text()));
+  }
+
+  async applyPolicy(resource: unknown): Promise<void> {
+    const res = await fetch(`${this.base}/v1alpha1/policies`, {
+      method: 'POST',
+      body: JSON.stringify(resource),
+      headers: { 'content-type': 'application/json' },
+    });
+    if (res.status !== 200) throw new Error(`applying a policy: ${res.status} ${await res.text()}`);
+  }
+
+  /** Sends one OTLP body; resolves with the answer's time (epoch ms) once it is stored. */
+  async send(body: Buffer): Promise<{ ok: boolean; ackAt: number; ms: number }> {
+    const s = performance.now();
+    const res = await fetch(`${this.base}/v1/traces`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/x-protobuf' },
+    });
+    await res.arrayBuffer();
+    return { ok: res.status === 200, ackAt: Date.now(), ms: performance.now() - s };
+  }
+
+  /** traceId → (scoredAt epoch ms, policies with results) of traces scored at or after `since`. */
+  async scoredSince(since: number): Promise<Map<string, { scoredAt: number; policies: number }>> {
+    const out = new Map<string, { scoredAt: number; policies: number }>();
+    let token: string | undefined;
+    do {
+      const q = new URLSearchParams({ since: new Date(since).toISOString(), page_size: '1000' });
+      if (token !== undefined) q.set('page_token', token);
+      const res = await fetch(`${this.base}/v1alpha1/scores?${q}`);
+      if (res.status !== 200) throw new Error(`listing scores: ${res.status} ${await res.text()}`);
+      const page = (await res.json()) as {
+        entries: {
+          trace: { traceId: string };
+          scoredAt: string;
+          results: Record<string, unknown>;
+        }[];
+        next_page_token?: string;
+      };
+      for (const e of page.entries) {
+        out.set(e.trace.traceId, {
+          scoredAt: Date.parse(e.scoredAt),
+          policies: Object.keys(e.results).length,
+        });
+      }
+      token = page.next_page_token;
+    } while (token !== undefined);
+    return out;
+  }
+
+  /**
+   * Waits until both policies' scored counters passed `target` over `before` and the queue is
+   * empty; false on timeout.
+   */
+  async drained(
+    before: Scrape,
+    target: number,
+    timeoutMs: number,
+  ): Promise<{ ok: boolean; after: Scrape; slowestScrapeMs: number }> {
+    const until = performance.now() + timeoutMs;
+    let slowestScrapeMs = 0;
+    for (;;) {
+      const s = performance.now();
+      const after = await this.metrics();
+      slowestScrapeMs = Math.max(slowestScrapeMs, performance.now() - s);
+      const done = POLICIES.every((p) => after.scored(p) - before.scored(p) >= target);
+      if (
+        (done && after.value('touchstone_online_queue_depth') === 0) ||
+        performance.now() > until
+      ) {
+        return { ok: done, after, slowestScrapeMs };
+      }
+      await sleep(250);
+    }
+  }
+}
+
+interface PhaseFigures {
+  label: string;
+  traces: number;
+  sentAt: Map<string, number>;
+  before: Scrape;
+  after: Scrape;
+  drained: boolean;
+  scored: Map<string, { scoredAt: number; policies: number }>;
+}
+
+/** Client-side freshness: scoredAt − (OTLP answer + grace), per trace of the phase, in seconds. */
+function clientFreshness(f: PhaseFigures): { values: number[]; missing: number; partial: number } {
+  const values: number[] = [];
+  let missing = 0;
+  let partial = 0;
+  for (const [id, ackAt] of f.sentAt) {
+    const s = f.scored.get(id);
+    if (s === undefined) {
+      missing++;
+      continue;
+    }
+    if (s.policies < POLICIES.length) partial++;
+    values.push((s.scoredAt - ackAt - GRACE_MS) / 1000);
+  }
+  return { values, missing, partial };
+}
+
+function reportFreshness(f: PhaseFigures, what: string): HistogramDelta {
+  const h = freshnessDelta(f.before, f.after);
+  const c = clientFreshness(f);
+  console.log(
+    `${f.label} ${what} freshness (server histogram, trace complete → results stored, ${h.count} traces): ` +
+      `p50 ${seconds(h.p50, h.max)}, p95 ${seconds(h.p95, h.max)}, ${fmt(h.withinOneSecond * 100, 1)}% ≤ 1 s`,
+  );
+  console.log(
+    `${f.label} ${what} freshness (client, scoredAt − (OTLP answer + ${GRACE_MS} ms grace), incl. the completer's poll): ` +
+      `p50 ${fmt(percentile(c.values, 50), 3)} s, p95 ${fmt(percentile(c.values, 95), 3)} s` +
+      `${c.missing > 0 ? `, NOT scored: ${c.missing} of ${f.traces}` : ''}` +
+      `${c.partial > 0 ? `, scored by one policy only: ${c.partial}` : ''}` +
+      `${f.drained ? '' : ' (queue NOT drained in time)'}`,
+  );
+  return h;
+}
+
+/** A second of traffic first, scored before measuring: module loading and JIT warm-up stay out. */
+async function warmUp(client: Client): Promise<void> {
+  const { batches } = buildBatches(2_000_000, STEADY_RATE, 1);
+  const before = await client.metrics();
+  for (const batch of batches) {
+    await Promise.all([client.send(batch.body), sleep(1000 / STEADY_RATE)]);
+  }
+  const { ok } = await client.drained(before, batches.length, 60_000);
+  if (!ok) throw new Error('the warm-up traces were not scored within 60 s');
+}
+
+async function steady(client: Client, label: string, pid: number): Promise<HistogramDelta> {
+  const count = Math.max(1, Math.round(STEADY_SECONDS * STEADY_RATE));
+  const { batches, spans } = buildBatches(0, count, 1);
+  const before = await client.metrics();
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  let failures = 0;
+  const cpu0 = cpuSeconds(pid);
+  const main0 = cpuSeconds(pid, pid);
+  const t0 = performance.now();
+  const since = Date.now() - 1000;
+  // Open loop: each trace leaves on its own schedule, whatever the earlier answers take.
+  const sends: Promise<void>[] = [];
+  for (let i = 0; i < batches.length; i++) {
+    await sleep(t0 + (i * 1000) / STEADY_RATE - performance.now());
+    const batch = batches[i] as Batch;
+    sends.push(
+      client.send(batch.body).then((r) => {
+        latencies.push(r.ms);
+        if (!r.ok) failures++;
+        for (const id of batch.traceIds) sentAt.set(id, r.ackAt);
+      }),
+    );
+  }
+  await Promise.all(sends);
+  const sendSecs = (performance.now() - t0) / 1000;
+  const { ok, after } = await client.drained(before, count, 60_000);
+  const rss = rssMb(pid);
+  const cpu = cpuSeconds(pid) - cpu0;
+  const main = cpuSeconds(pid, pid) - main0;
+  const scored = await client.scoredSince(since);
+  const times = [...sentAt.keys()]
+    .map((id) => scored.get(id)?.scoredAt ?? Number.NaN)
+    .filter(Number.isFinite);
+  const lastScored = Math.max(...times);
+  const firstAck = Math.min(...sentAt.values());
+  const scoredSecs = (lastScored - firstAck) / 1000;
+  const traces = times.length;
+  const results = POLICIES.reduce((n, p) => n + after.scored(p) - before.scored(p), 0);
+  console.log(
+    `${label} steady: ${count} traces (${spans} spans, 1 trace per OTLP protobuf request) at ${STEADY_RATE}/s for ${fmt(sendSecs, 1)} s; ` +
+      `request p50 ${fmt(percentile(latencies, 50), 1)} ms, p95 ${fmt(percentile(latencies, 95), 1)} ms` +
+      `${failures > 0 ? `, FAILED requests: ${failures}` : ''}`,
+  );
+  const figures = { label, traces: count, sentAt, before, after, drained: ok, scored };
+  const h = reportFreshness(figures, 'steady');
+  console.log(
+    `${label} steady scoring: ${traces} traces scored (${results} trace-policy results) in ${fmt(scoredSecs, 1)} s from the first answer: ` +
+      `${fmt(traces / scoredSecs, 1)} traces/s, ${fmt(results / scoredSecs, 1)} results/s; ` +
+      `server CPU ${fmt((cpu / scoredSecs) * 100, 0)}% of a core (main thread ${fmt((main / scoredSecs) * 100, 0)}%), ` +
+      `${fmt((cpu * 1000) / count, 2)} ms per trace ingested, completed and scored; server peak RSS so far ${fmt(rss, 0)} MB`,
+  );
+  return h;
+}
+
+async function burst(client: Client, label: string, pid: number): Promise<void> {
+  const { batches, spans } = buildBatches(1_000_000, BURST, BURST_TRACES_PER_REQUEST);
+  const before = await client.metrics();
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  let failures = 0;
+  let next = 0;
+  const cpu0 = cpuSeconds(pid);
+  const main0 = cpuSeconds(pid, pid);
+  const since = Date.now() - 1000;
+  const start = Date.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < batches.length) {
+        const batch = batches[next++] as Batch;
+        const r = await client.send(batch.body);
+        latencies.push(r.ms);
+        if (!r.ok) failures++;
+        for (const id of batch.traceIds) sentAt.set(id, r.ackAt);
+      }
+    }),
+  );
+  const lastAck = Date.now();
+  const acceptSecs = (lastAck - start) / 1000;
+  console.log(
+    `${label} burst: ${BURST} traces (${spans} spans, ${batches.length} requests of ${BURST_TRACES_PER_REQUEST} traces, ${IN_FLIGHT} in flight) ` +
+      `accepted in ${fmt(acceptSecs, 1)} s: ${fmt(BURST / acceptSecs, 0)} traces/s, request p50 ${fmt(percentile(latencies, 50), 0)} ms, ` +
+      `p95 ${fmt(percentile(latencies, 95), 0)} ms, max ${fmt(Math.max(...latencies), 0)} ms` +
+      `${failures > 0 ? `, FAILED requests: ${failures}` : ''}`,
+  );
+  const { ok, after, slowestScrapeMs } = await client.drained(before, BURST, 600_000);
+  const cpu = cpuSeconds(pid) - cpu0;
+  const main = cpuSeconds(pid, pid) - main0;
+  const scored = await client.scoredSince(since);
+  const times = [...sentAt.keys()]
+    .map((id) => scored.get(id)?.scoredAt ?? Number.NaN)
+    .filter(Number.isFinite);
+  const first = Math.min(...times);
+  const last = Math.max(...times);
+  const results = POLICIES.reduce((n, p) => n + after.scored(p) - before.scored(p), 0);
+  const busy = (last - first) / 1000;
+  console.log(
+    `${label} burst scoring: ${times.length} traces (${results} trace-policy results) scored between the first result and the last: ` +
+      `${fmt(times.length / busy, 0)} traces/s, ${fmt(results / busy, 0)} results/s; ` +
+      `queue drained ${fmt((last - lastAck) / 1000, 1)} s after the last trace was accepted (${fmt((last - start) / 1000, 1)} s after the first was sent)` +
+      `${ok ? '' : ' — NOT drained in 10 min'}; slowest /metrics answer while draining ${fmt(slowestScrapeMs, 0)} ms; ` +
+      `server CPU ${fmt((cpu * 1000) / BURST, 2)} ms per trace (main thread ${fmt((main * 1000) / BURST, 2)})`,
+  );
+  reportFreshness({ label, traces: BURST, sentAt, before, after, drained: ok, scored }, 'burst');
+}
+
+/**
+ * `touchstone serve ARGS` from source, as test/support/process.ts starts it, with Node flags
+ * (`--cpu-prof` is not allowed in NODE_OPTIONS); resolves once it listens.
+ */
+async function serve(nodeFlags: string[], args: string[]): Promise<ServerProcess> {
+  const proc = spawn(process.execPath, [...nodeFlags, ...ENTRY, 'serve', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout?.on('data', (d) => {
+    out += d;
+  });
+  proc.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((done) => proc.on('exit', (code) => done(code)));
+  const deadline = Date.now() + 60_000;
+  while (!out.includes('listening on')) {
+    if (Date.now() > deadline || proc.exitCode !== null)
+      throw new Error(`server did not start:\n${out}`);
+    await sleep(50);
+  }
+  return { proc, output: () => out, exited };
+}
+
+async function run(label: string, store: string): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-online-'));
+  writeFileSync(
+    join(dataDir, 'config.yaml'),
+    `log_level: warn\n${store}limits:\n  max_body_bytes: 67108864\ntraces:\n  completion_grace: ${GRACE_MS}ms\n`,
+  );
+  const port = await freePort();
+  const profileDir =
+    CPU_PROFILE === undefined || CPU_PROFILE === ''
+      ? undefined
+      : resolve(`${CPU_PROFILE}-${label}`);
+  const server = await serve(
+    profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    [
+      '--data-dir',
+      dataDir,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--config',
+      join(dataDir, 'config.yaml'),
+    ],
+  );
+  const pid = server.proc.pid as number;
+  try {
+    const client = new Client(`http://127.0.0.1:${port}`);
+    const startRss = rssMb(pid, 'VmRSS');
+    for (const resource of POLICY_RESOURCES) await client.applyPolicy(resource);
+    await warmUp(client);
+    const h = await steady(client, label, pid);
+    await burst(client, label, pid);
+    const met = h.count > 0 && h.p95 <= 1;
+    console.log(
+      `${label} budget: freshness p95 ≤ 1 s at steady load: ${met ? 'met' : 'NOT met'} (p95 ${seconds(h.p95, h.max)}); ` +
+        `server peak RSS ${fmt(rssMb(pid), 0)} MB (budget ≤ 300 MB; ${fmt(startRss, 0)} MB once started, from source via tsx); load average ${load()}`,
+    );
+  } finally {
+    // SIGTERM first: a CPU profile is written only on a clean exit.
+    server.proc.kill('SIGTERM');
+    const timer = setTimeout(() => server.proc.kill('SIGKILL'), 20_000);
+    await server.exited;
+    clearTimeout(timer);
+    const out = server.output().trim();
+    if (out.includes('"level":40') || out.includes('"level":50'))
+      console.log(`${label} server warnings:\n${out}`);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function main(): Promise<void> {
+  await run('SQLite', '');
+  const url = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
+  if (url === undefined || url === '') {
+    console.log('PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a PostgreSQL connection URL)');
+    return;
+  }
+  // A fresh schema, so earlier data (and other benches' traces) cannot show up in the figures.
+  const schema = `ts_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  try {
+    const scoped = new URL(url);
+    scoped.searchParams.set('options', `-c search_path=${schema}`);
+    await run(
+      'PostgreSQL',
+      `store:\n  driver: postgres\n  url: ${JSON.stringify(scoped.toString())}\n`,
+    );
+  } finally {
+    await admin.query(`drop schema ${schema} cascade`);
+    await admin.end();
+  }
+}
