@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
 import { buildServer, Metrics } from './api/index.js';
@@ -14,12 +15,33 @@ import { CompleterThread } from './ingest/completer-thread.js';
 import {
   IngestService,
   normalizeStoredTrace,
+  PulledTraceWriter,
   TraceCompleter,
   TraceQueries,
 } from './ingest/index.js';
-import { createHttpClient, createOutboundGuard, type HttpClient } from './net/index.js';
+import {
+  type CredentialResolver,
+  createCredentialResolver,
+  createHttpClient,
+  createOutboundGuard,
+  type HttpClient,
+  proxySettingsFromConfig,
+} from './net/index.js';
 import { PolicyEngine, PolicyService, ScoreQueries } from './policies/index.js';
 import { compileRedaction } from './redaction/index.js';
+import {
+  compileOverrides,
+  findConnector,
+  type ParsedSource,
+  SourceDirectory,
+  SourceErrors,
+  SourceManager,
+  SourceResultSink,
+  SourceService,
+  type SourceStatus,
+  type TraceStoreConnector,
+  WriteBackWriter,
+} from './sources/index.js';
 import { openStore, type Store } from './store/index.js';
 import { createWebhooks, type Webhooks } from './webhooks/index.js';
 
@@ -51,6 +73,11 @@ export interface App {
   /** The online scoring engine (started by `listen()` unless `online.enabled` is false; `tick()` in tests). */
   readonly engine: PolicyEngine;
   readonly policies: PolicyService;
+  readonly sources: SourceService;
+  /** Pulls trace sources (started by `listen()` with the engine; `tick()` in tests). */
+  readonly sourceManager: SourceManager;
+  /** Sends queued write-backs to the sources' stores (`tick()` in tests). */
+  readonly writeBacks: WriteBackWriter;
   /** Starts listening; resolves to the bound address (`127.0.0.1:4318`). */
   listen(): Promise<string>;
   /** Stops accepting, drains in-flight requests (bounded), closes the store. Safe twice. */
@@ -110,6 +137,67 @@ export function createPolicyService(
   });
 }
 
+/** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */
+function sourceGuard(config: Readonly<Config>) {
+  return createOutboundGuard({
+    allowHosts: config.sources.allow_hosts,
+    requireHttps: true,
+    setting: 'sources.allow_hosts',
+  });
+}
+
+function credentialResolver(config: Readonly<Config>, env: Record<string, string | undefined>) {
+  return createCredentialResolver({
+    env,
+    dir: config.sources.dir ?? join(config.data_dir, 'secrets'),
+    grants: config.credentials.grants,
+  });
+}
+
+/** The source resource's service as configured (the server and the CLI's local mode build it). */
+export function createSourceService(
+  config: Readonly<Config>,
+  deps: {
+    store: Store;
+    clock: Clock;
+    env: Record<string, string | undefined>;
+    logger: Logger;
+    onChange?: () => void;
+  },
+): SourceService {
+  const credentials = credentialResolver(config, deps.env);
+  return new SourceService({
+    store: deps.store,
+    clock: deps.clock,
+    guard: sourceGuard(config),
+    grants: { check: (ref, project, host) => credentials.checkGrant(ref, project, host) },
+    supported: (connector, variant) => findConnector(connector, variant) !== undefined,
+    logger: deps.logger,
+    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+  });
+}
+
+/** Builds a source's connector with its credential resolved now (rotation applies at once). */
+function connectorFactory(
+  http: HttpClient,
+  credentials: CredentialResolver,
+): (source: ParsedSource, project: string) => Promise<TraceStoreConnector> {
+  return async (source, project) => {
+    const manifest = findConnector(source.spec.connector, source.spec.variant);
+    if (manifest === undefined) {
+      throw SourceErrors.SOURCE_NOT_SUPPORTED_YET(
+        `connector "${source.spec.connector}" is not supported by this version`,
+      );
+    }
+    const host = new URL(source.spec.endpoint).hostname;
+    const credential =
+      source.spec.credentials === undefined
+        ? undefined
+        : await credentials.resolveGranted(source.spec.credentials, project, host);
+    return manifest.create(source, { http, ...(credential === undefined ? {} : { credential }) });
+  };
+}
+
 export async function createApp(config: Readonly<Config>, deps: AppDeps): Promise<App> {
   const clock = deps.clock ?? systemClock;
   // JSON logs on stderr; stdout is for what the CLI prints.
@@ -131,7 +219,10 @@ async function assemble(
   deps: AppDeps,
   { store, clock, logger }: { store: Store; clock: Clock; logger: Logger },
 ): Promise<App> {
-  const http: HttpClient = createHttpClient({ userAgent: 'touchstone' });
+  const http: HttpClient = createHttpClient({
+    userAgent: 'touchstone',
+    proxy: proxySettingsFromConfig(config.proxy),
+  });
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const keys = new KeyService({ keys: store.keys, clock });
   const evaluation = createEvaluationService(config, {
@@ -183,6 +274,7 @@ async function assemble(
     clock,
     logger,
     observer: metrics,
+    proxy: proxySettingsFromConfig(config.proxy),
   });
   metrics.gauge(
     'touchstone_webhook_queue_depth',
@@ -194,12 +286,14 @@ async function assemble(
     'Age of the oldest webhook delivery not yet delivered or failed; 0 when none.',
     async () => (await webhooks.service.queueStats()).oldestAgeSeconds,
   );
+  const directory = new SourceDirectory({ store, clock });
   const engine = new PolicyEngine({
     store,
     clock,
     registry: evaluation.registry,
     judge: (name) => evaluation.findJudge(name),
     events: webhooks.emitter,
+    sinks: [new SourceResultSink({ directory, clock })],
     observer: metrics,
     logger,
     options: {
@@ -219,6 +313,80 @@ async function assemble(
       engine.wake();
     },
   });
+  const sourceHttp = createHttpClient({
+    userAgent: 'touchstone-sources',
+    ...sourceGuard(config),
+    clock,
+    maxRedirects: 5,
+    proxy: proxySettingsFromConfig(config.proxy),
+  });
+  const credentials = credentialResolver(config, deps.env);
+  const connector = connectorFactory(sourceHttp, credentials);
+  const pulled = new PulledTraceWriter({
+    store,
+    redactor,
+    clock,
+    normalize: normalizeStoredTrace,
+    observer: metrics,
+  });
+  const sourceManager = new SourceManager({
+    store,
+    clock,
+    connector,
+    write: (trace, adjust) => pulled.write(trace, adjust),
+    overrides: (source) => compileOverrides(source, source.project ?? 'default'),
+    observer: metrics,
+    logger,
+    options: { maxRecordsPerSecond: config.sources.max_records_per_second },
+  });
+  const writeBacks = new WriteBackWriter({
+    store,
+    clock,
+    directory,
+    connector,
+    observer: metrics,
+    logger,
+  });
+  const sources = createSourceService(config, {
+    store,
+    clock,
+    env: deps.env,
+    logger,
+    onChange: () => {
+      directory.invalidate();
+      sourceManager.wake();
+    },
+  });
+  const sourceGauge = (name: string, help: string, value: (s: SourceStatus) => number) =>
+    metrics.labelledGauge(name, help, ['project', 'source'], async () => {
+      const out = [];
+      for (const record of await store.sources.listAll()) {
+        const view = (await sources.view(record)) as { status: SourceStatus };
+        out.push({
+          labels: { project: record.project, source: record.name },
+          value: value(view.status),
+        });
+      }
+      return out;
+    });
+  sourceGauge(
+    'touchstone_source_lag_seconds',
+    'Seconds since the last complete pull of a source began.',
+    (s) => s.lagSeconds ?? 0,
+  );
+  sourceGauge(
+    'touchstone_source_watermark_age_seconds',
+    'Seconds the watermark trails real time (healthy: about maxTraceDuration).',
+    (s) => Math.max(0, (clock.now() - Date.parse(s.watermark)) / 1000),
+  );
+  sourceGauge('touchstone_source_failing', '1 while a source is in phase error.', (s) =>
+    s.phase === 'error' ? 1 : 0,
+  );
+  sourceGauge(
+    'touchstone_source_deferred_traces',
+    'Traces the store still reports running.',
+    (s) => s.deferred,
+  );
   metrics.gauge(
     'touchstone_online_queue_depth',
     'Trace versions waiting for online scoring (work items).',
@@ -257,6 +425,7 @@ async function assemble(
     webhooks: webhooks.service,
     policies,
     scores: new ScoreQueries(store),
+    sources,
     ready: async () => {
       await store.ping();
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');
@@ -276,11 +445,14 @@ async function assemble(
         await completion.shutdown();
         await completer.shutdown();
         await engine.shutdown();
+        await sourceManager.shutdown();
+        await writeBacks.shutdown();
       } finally {
         clearTimeout(timer);
         // Before the store: interrupted attempts are recorded so another replica resends them.
         await webhooks.close();
         await http.close();
+        await sourceHttp.close();
         await store.close();
       }
     })();
@@ -298,12 +470,20 @@ async function assemble(
     webhooks,
     engine,
     policies,
+    sources,
+    sourceManager,
+    writeBacks,
     async listen() {
       const { host, port } = splitListen(config.listen);
       await server.listen({ host, port });
       completion.start();
       webhooks.dispatcher.start();
-      if (config.online.enabled) engine.start();
+      if (config.online.enabled) {
+        engine.start();
+        // Only replicas that run the engine pull, so a source is never read twice at once.
+        sourceManager.start();
+      }
+      writeBacks.start();
       const addr = server.server.address();
       if (addr === null || typeof addr === 'string') return config.listen;
       return addr.family === 'IPv6'

@@ -1,5 +1,7 @@
 /**
- * Process entry: the only module that reads `process.env` or calls `process.exit`.
+ * Process entry: the only module that reads `process.env` or calls `process.exit`. The environment
+ * is handed on whole: config reads `TOUCHSTONE_*` and the standard `HTTPS_PROXY` / `HTTP_PROXY` /
+ * `NO_PROXY` (into `proxy.*`) from it, and credential references (`{env: VAR}`) resolve against it.
  */
 import { runCli } from './cli/index.js';
 

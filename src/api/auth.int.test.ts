@@ -78,11 +78,64 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
   {
+    name: 'validate source',
+    call: { method: 'POST', url: '/v1alpha1/sources?validate_only=true', body: source('dry') },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'apply source',
+    call: { method: 'POST', url: '/v1alpha1/sources', body: source('applied') },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'list sources',
+    call: { method: 'GET', url: '/v1alpha1/sources' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'get source',
+    call: { method: 'GET', url: '/v1alpha1/sources/feed' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'pause source',
+    call: { method: 'POST', url: '/v1alpha1/sources/feed:pause' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'resume source',
+    call: { method: 'POST', url: '/v1alpha1/sources/feed:resume' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'backfill source',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/sources/feed:backfill',
+      body: { since: '2026-01-01T00:00:00Z' },
+    },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'delete source',
+    call: { method: 'DELETE', url: '/v1alpha1/sources/DROP_ME' },
+    allowed: ['admin', 'owner'],
+  },
+  {
     name: 'list traces',
     call: { method: 'GET', url: '/v1alpha1/traces' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
 ];
+
+function source(name: string) {
+  return {
+    apiVersion: 'touchstone.dev/v1alpha1',
+    kind: 'TraceSource',
+    metadata: { name },
+    spec: { connector: 'mlflow', endpoint: 'http://127.0.0.1:5000', locations: ['agent'] },
+  };
+}
 
 function policy(name: string) {
   return {
@@ -98,13 +151,14 @@ describe('API keys and roles (auth section present)', () => {
   const secrets = {} as Record<Role, string>;
 
   beforeAll(async () => {
-    t = await testApp({ auth: {} });
+    t = await testApp({ auth: {}, sources: { allow_hosts: ['127.0.0.1'] } });
     for (const role of ROLES) {
       secrets[role] = (
         await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: [role], name: role })
       ).secret;
     }
     await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
+    await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
   });
   afterAll(() => t.close());
 
@@ -142,6 +196,10 @@ describe('API keys and roles (auth section present)', () => {
             roles: ['viewer'],
           });
           call = { ...call, url: call.url.replace('REVOKE_ME', victim.key.id) };
+        }
+        if (call.url.includes('DROP_ME')) {
+          await t.app.sources.apply(OPEN_PRINCIPAL, source('dropped'), { project: 'p1' });
+          call = { ...call, url: call.url.replace('DROP_ME', 'dropped') };
         }
         if (call.url.includes('DELETE_ME')) {
           await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });

@@ -4,6 +4,7 @@ import type { Result } from '../core/index.js';
 import type { EvaluationObserver } from '../evaluators/index.js';
 import type { IngestObserver } from '../ingest/index.js';
 import type { PolicyEngineObserver } from '../policies/index.js';
+import type { SourceObserver, WriteBackObserver } from '../sources/index.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
 
 /**
@@ -11,7 +12,13 @@ import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
  * durations. One registry per app so tests can build several apps in one process.
  */
 export class Metrics
-  implements EvaluationObserver, IngestObserver, WebhookObserver, PolicyEngineObserver
+  implements
+    EvaluationObserver,
+    IngestObserver,
+    WebhookObserver,
+    PolicyEngineObserver,
+    SourceObserver,
+    WriteBackObserver
 {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -54,6 +61,26 @@ export class Metrics
     'touchstone_online_postponed_total',
     'Work items put back for later: rate_limited (a judge asked to wait) or trace_open.',
     ['reason'],
+  );
+  private readonly sourcePulled = this.counter(
+    'touchstone_source_traces_pulled_total',
+    'Traces a source stored and handed to policies.',
+    ['project', 'source'],
+  );
+  private readonly sourceSkipped = this.counter(
+    'touchstone_source_traces_skipped_total',
+    'Traces a source did not store: unchanged since the last read, or missing in the store.',
+    ['project', 'source', 'reason'],
+  );
+  private readonly sourcePullFailures = this.counter(
+    'touchstone_source_pull_failures_total',
+    'Source pulls that failed (the source backs off).',
+    ['project', 'source'],
+  );
+  private readonly sourceScoresWritten = this.counter(
+    'touchstone_source_scores_written_total',
+    'Write-backs to a source store by outcome: created, updated, unchanged (skipped) or failed (retried).',
+    ['project', 'source', 'outcome'],
   );
   private readonly onlineFreshness = new Histogram({
     name: 'touchstone_online_freshness_seconds',
@@ -157,6 +184,26 @@ export class Metrics
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
     return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  onPulled(project: string, source: string, traces: number): void {
+    this.sourcePulled.inc({ project, source }, traces);
+  }
+
+  onSkipped(project: string, source: string, reason: 'missing' | 'unchanged'): void {
+    this.sourceSkipped.inc({ project, source, reason });
+  }
+
+  onPullFailed(project: string, source: string): void {
+    this.sourcePullFailures.inc({ project, source });
+  }
+
+  onWritten(
+    project: string,
+    source: string,
+    outcome: 'created' | 'updated' | 'unchanged' | 'failed',
+  ): void {
+    this.sourceScoresWritten.inc({ project, source, outcome });
   }
 
   onSelected(project: string, policy: string): void {

@@ -4,6 +4,7 @@ import { newRequestId } from '../core/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import type { IngestService, TraceQueries } from '../ingest/index.js';
 import type { PolicyService, ScoreQueries } from '../policies/index.js';
+import type { SourceService } from '../sources/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
@@ -16,6 +17,7 @@ import { keyRoutes } from './routes/keys.js';
 import { otlpRoutes } from './routes/otlp.js';
 import { policyRoutes } from './routes/policies.js';
 import { scoreRoutes } from './routes/scores.js';
+import { sourceRoutes } from './routes/sources.js';
 import { traceRoutes } from './routes/traces.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
@@ -32,6 +34,7 @@ export interface ServerDeps {
   webhooks: WebhookService;
   policies: PolicyService;
   scores: ScoreQueries;
+  sources: SourceService;
   ready(): Promise<void>;
 }
 
@@ -90,6 +93,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   await app.register(webhookRoutes, { webhooks: deps.webhooks });
   await app.register(policyRoutes, { policies: deps.policies });
   await app.register(scoreRoutes, { scores: deps.scores, traces: deps.traces });
+  await app.register(sourceRoutes, { sources: deps.sources });
   await app.register(otlpRoutes, {
     ingest: deps.ingest,
     bodyLimit: deps.bodyLimit,

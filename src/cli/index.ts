@@ -12,6 +12,7 @@ import { keysCommand } from './keys.js';
 import { policyCommand } from './policy.js';
 import { scoresCommand } from './scores.js';
 import { serveCommand } from './serve.js';
+import { sourceCommand } from './source.js';
 import { tracesCommand } from './traces.js';
 import { webhookCommand } from './webhook.js';
 
@@ -51,6 +52,7 @@ export async function runCli(
   webhookCommand(program, io, stdin);
   policyCommand(program, io, stdin);
   scoresCommand(program, io);
+  sourceCommand(program, io, stdin);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

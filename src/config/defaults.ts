@@ -25,6 +25,11 @@ export const DEFAULTS = {
     timeout: '10s',
     retention: '168h',
   },
+  sources: {
+    /** `sources.dir` is `<data_dir>/<dirName>` unless set. */
+    dirName: 'secrets',
+    maxRecordsPerSecond: 200,
+  },
   judge: {
     maxConcurrency: 4,
     requestsPerSecond: 10,

@@ -6,10 +6,12 @@
 export { DEFAULTS } from './defaults.js';
 export { durationMs, parseDuration } from './duration.js';
 export { isLoopbackListen, splitListen } from './listen.js';
-export { envLayer, type LoadOptions, loadConfig } from './load.js';
+export { envLayer, type LoadOptions, loadConfig, proxyEnvLayer } from './load.js';
 export {
   type Config,
   ConfigSchema,
+  type CredentialGrantConfig,
+  CredentialGrantSchema,
   CredentialRefSchema,
   type JudgeConfig,
   JudgeConfigSchema,

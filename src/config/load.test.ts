@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isTouchstoneError } from '../core/index.js';
-import { envLayer, isLoopbackListen, loadConfig, parseDuration } from './index.js';
+import { envLayer, isLoopbackListen, loadConfig, parseDuration, proxyEnvLayer } from './index.js';
 
 function yamlFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'ts-config-')), 'config.yaml');
@@ -140,5 +140,134 @@ describe('config loading', () => {
     expect(parseDuration('0')).toBe(0);
     expect(parseDuration('10')).toBeUndefined();
     expect(parseDuration('5 minutes')).toBeUndefined();
+  });
+
+  it('has the sources, credentials and proxy defaults', () => {
+    const c = loadConfig();
+    expect(c.sources).toEqual({
+      allow_hosts: [],
+      dir: join('.touchstone', 'secrets'),
+      max_records_per_second: 200,
+    });
+    expect(c.credentials).toEqual({ grants: [] });
+    expect(c.proxy).toEqual({});
+    expect(loadConfig({ overrides: { data_dir: '/var/lib/ts' } }).sources.dir).toBe(
+      '/var/lib/ts/secrets',
+    );
+    expect(loadConfig({ overrides: { sources: { dir: '/run/secrets' } } }).sources.dir).toBe(
+      '/run/secrets',
+    );
+  });
+
+  it('reads sources and credential grants from YAML', () => {
+    const file = yamlFile(
+      [
+        'sources:',
+        '  allow_hosts: ["mlflow.internal", "*.svc.cluster.local", "10.0.0.0/8", "[fd00::1]"]',
+        '  dir: /etc/touchstone/secrets',
+        '  max_records_per_second: 50',
+        'credentials:',
+        '  grants:',
+        '    - {env: MLFLOW_TOKEN, projects: [team-a], hosts: [mlflow.internal]}',
+        '    - {env: "file:langfuse/keys", projects: ["*"]}',
+        '    - {env: SHARED, projects: ["team-*"], hosts: ["*.example.com", "10.0.0.0/8"]}',
+      ].join('\n'),
+    );
+    const c = loadConfig({ file });
+    expect(c.sources.allow_hosts).toHaveLength(4);
+    expect(c.sources.max_records_per_second).toBe(50);
+    expect(c.credentials.grants).toEqual([
+      { env: 'MLFLOW_TOKEN', projects: ['team-a'], hosts: ['mlflow.internal'] },
+      { env: 'file:langfuse/keys', projects: ['*'], hosts: [] },
+      { env: 'SHARED', projects: ['team-*'], hosts: ['*.example.com', '10.0.0.0/8'] },
+    ]);
+  });
+
+  it('reports bad host patterns and grants with their paths', () => {
+    const err = errorOf(() =>
+      loadConfig({
+        overrides: {
+          sources: { allow_hosts: ['ok.example.com', 'a.*.example.com', '10.0.0.0/40'], rate: 1 },
+          webhooks: { allow_hosts: ['**'] },
+          credentials: {
+            grants: [
+              { env: 'file:../etc/passwd', projects: ['p'] },
+              { env: 'file:a/b/c', projects: ['p'] },
+              { env: 'has-dash', projects: ['p'] },
+              { env: 'OK', projects: [] },
+              { env: 'OK', projects: ['p'], hosts: ['x.*'] },
+              { env: 'OK', projects: ['p'], secret: 'inline' },
+            ],
+          },
+        },
+      }),
+    );
+    const paths = err.details.map((d) => d.path);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'sources.allow_hosts[1]',
+        'sources.allow_hosts[2]',
+        'sources.rate',
+        'webhooks.allow_hosts[0]',
+        'credentials.grants[0].env',
+        'credentials.grants[1].env',
+        'credentials.grants[2].env',
+        'credentials.grants[3].projects',
+        'credentials.grants[4].hosts[0]',
+        'credentials.grants[5].secret',
+      ]),
+    );
+    expect(paths).not.toContain('sources.allow_hosts[0]');
+  });
+
+  it('takes the proxy from the standard variables, lower case first', () => {
+    expect(
+      loadConfig({
+        env: {
+          HTTPS_PROXY: 'http://upper:3128',
+          https_proxy: 'http://lower:3128',
+          HTTP_PROXY: 'http://plain:8080',
+          no_proxy: '',
+          NO_PROXY: 'localhost,.svc.cluster.local',
+        },
+      }).proxy,
+    ).toEqual({
+      https_proxy: 'http://lower:3128',
+      http_proxy: 'http://plain:8080',
+      no_proxy: 'localhost,.svc.cluster.local',
+    });
+    expect(proxyEnvLayer({ PATH: '/bin' })).toEqual({});
+  });
+
+  it('lets the file and TOUCHSTONE_PROXY__* override the standard variables key by key', () => {
+    const file = yamlFile('proxy:\n  no_proxy: "*"\n');
+    const c = loadConfig({
+      file,
+      env: {
+        HTTPS_PROXY: 'http://inherited:3128',
+        NO_PROXY: 'localhost',
+        TOUCHSTONE_PROXY__HTTP_PROXY: 'http://mine:8080',
+      },
+    });
+    expect(c.proxy).toEqual({
+      https_proxy: 'http://inherited:3128',
+      http_proxy: 'http://mine:8080',
+      no_proxy: '*',
+    });
+    const unset = loadConfig({
+      env: { HTTPS_PROXY: 'http://inherited:3128', TOUCHSTONE_PROXY__HTTPS_PROXY: '' },
+    });
+    expect(unset.proxy.https_proxy).toBe('');
+  });
+
+  it('refuses a malformed proxy URL without echoing it (it may hold a password)', () => {
+    const err = errorOf(() =>
+      loadConfig({ env: { HTTPS_PROXY: 'socks5://me:SENTINEL-pw@proxy:1080' } }),
+    );
+    expect(err.details.map((d) => d.path)).toEqual(['proxy.https_proxy']);
+    expect(`${err.message}${JSON.stringify(err.details)}`).not.toContain('SENTINEL');
+    expect(loadConfig({ env: { HTTPS_PROXY: 'proxy.corp:3128' } }).proxy.https_proxy).toBe(
+      'proxy.corp:3128',
+    );
   });
 });

@@ -6,8 +6,8 @@ import { isLoopbackListen } from './listen.js';
 import { type Config, ConfigSchema } from './schema.js';
 
 /**
- * Layered configuration: defaults → YAML file → `TOUCHSTONE_*` environment → flags. Every invalid
- * key is reported at once with its path; the result is frozen.
+ * Layered configuration: defaults → standard proxy variables → YAML file → `TOUCHSTONE_*`
+ * environment → flags. Every invalid key is reported at once with its path; the result is frozen.
  */
 
 export const ENV_PREFIX = 'TOUCHSTONE_';
@@ -20,6 +20,7 @@ const NON_CONFIG_ENV = new Set([
   'TOUCHSTONE_OTLP_ENDPOINT',
   // Test and CI plumbing.
   'TOUCHSTONE_INTEROP_PYTHON',
+  'TOUCHSTONE_INTEROP_MLFLOW_PYTHON',
   'TOUCHSTONE_BENCH_PG',
   'TOUCHSTONE_CI_CACHE',
   'TOUCHSTONE_BENCH_PHOENIX',
@@ -69,6 +70,32 @@ export function envLayer(env: Record<string, string | undefined>): Tree {
   return tree;
 }
 
+/** The standard proxy variables; the first set (non-blank) spelling wins, lower case first. */
+const PROXY_ENV: Record<string, readonly string[]> = {
+  https_proxy: ['https_proxy', 'HTTPS_PROXY'],
+  http_proxy: ['http_proxy', 'HTTP_PROXY'],
+  no_proxy: ['no_proxy', 'NO_PROXY'],
+};
+
+/**
+ * `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` (either case) as the `proxy` section. They act as
+ * defaults: the config file and `TOUCHSTONE_PROXY__*` override them key by key, so a deployment
+ * can opt out of an inherited proxy with `proxy: {no_proxy: "*"}`.
+ */
+export function proxyEnvLayer(env: Record<string, string | undefined>): Tree {
+  const proxy: Tree = {};
+  for (const [key, names] of Object.entries(PROXY_ENV)) {
+    for (const name of names) {
+      const value = env[name];
+      if (value !== undefined && value.trim() !== '') {
+        proxy[key] = value.trim();
+        break;
+      }
+    }
+  }
+  return Object.keys(proxy).length === 0 ? {} : { proxy };
+}
+
 function fileLayer(file: string): Tree {
   let text: string;
   try {
@@ -92,7 +119,7 @@ function fileLayer(file: string): Tree {
 }
 
 export function loadConfig(options: LoadOptions = {}): Readonly<Config> {
-  let tree: Tree = {};
+  let tree: Tree = proxyEnvLayer(options.env ?? {});
   if (options.file !== undefined) tree = merge(tree, fileLayer(options.file));
   tree = merge(tree, envLayer(options.env ?? {}));
   tree = merge(tree, options.overrides ?? {});

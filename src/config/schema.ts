@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { DEFAULTS } from './defaults.js';
 import { durationMs } from './duration.js';
@@ -6,6 +8,67 @@ import { durationMs } from './duration.js';
 export const CredentialRefSchema = z.strictObject({
   env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
 });
+
+/**
+ * A host pattern in the `allow_hosts` syntax: an exact name, `*.suffix`, an IP literal, a CIDR
+ * range, or `*`. (The outbound guard compiles the same syntax; checking it here reports a bad
+ * pattern with its path at load.)
+ */
+const HostPatternSchema = z
+  .string()
+  .min(1)
+  .refine(
+    (raw) => {
+      const p = raw.trim();
+      if (p === '*') return true;
+      if (p.startsWith('*.')) return p.length > 2 && !p.slice(2).includes('*');
+      if (p.includes('*')) return false;
+      return !p.includes('/') || ipaddr.isValidCIDR(p.replace(/^\[(.*)\]/, '$1'));
+    },
+    { message: 'expected a name, *.suffix, IP address, CIDR range or *' },
+  );
+
+/** One part of a `file: <secret>/<key>` credential: no separators, no `.` or `..`. */
+const SECRET_SEGMENT = /^(?!\.\.)[A-Za-z0-9._-]{1,253}$/;
+
+/** `credentials.grants[].env`: a variable name, or `file:<secret>/<key>` for a file credential. */
+const GrantKeySchema = z.string().refine(
+  (key) => {
+    if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return true;
+    if (!key.startsWith('file:')) return false;
+    const parts = key.slice('file:'.length).split('/');
+    return parts.length === 2 && parts.every((part) => SECRET_SEGMENT.test(part) && part !== '.');
+  },
+  { message: 'expected an environment variable name or file:<secret>/<key>' },
+);
+
+export const CredentialGrantSchema = z.strictObject({
+  /** The variable name, or `file:<secret>/<key>` for a file credential under `sources.dir`. */
+  env: GrantKeySchema,
+  /** Projects that may use the credential: names, `*` wildcards (`team-*`), or `*` for all. */
+  projects: z
+    .array(
+      z
+        .string()
+        .regex(/^[a-z0-9*][a-z0-9_.*-]{0,62}$/, 'a project name or a pattern with * wildcards'),
+    )
+    .min(1),
+  /** Endpoint hosts the credential may be sent to (`allow_hosts` syntax); empty = any host. */
+  hosts: z.array(HostPatternSchema).default([]),
+});
+export type CredentialGrantConfig = z.infer<typeof CredentialGrantSchema>;
+
+/** A proxy URL (`http://[user:password@]host:port`; a bare `host:port` means http). */
+const ProxyUrlSchema = z.string().refine(
+  (raw) => {
+    const text = raw.trim();
+    if (text === '') return true;
+    const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+    return URL.canParse(withScheme) && /^https?:$/.test(new URL(withScheme).protocol);
+  },
+  // Never echo the value: a proxy URL may carry a password.
+  { message: 'expected an http:// or https:// proxy URL' },
+);
 
 /** Accepts camelCase spellings of some keys (as they appear in resource YAML) beside snake_case. */
 function aliasKeys(aliases: Record<string, string>) {
@@ -120,7 +183,49 @@ export const ConfigSchema = z
         timeout: durationMs.prefault(DEFAULTS.webhooks.timeout),
         retention: durationMs.prefault(DEFAULTS.webhooks.retention),
         /** Hosts (wildcards allowed) that may be private, loopback or plain http. */
-        allow_hosts: z.array(z.string().min(1)).default([]),
+        allow_hosts: z.array(HostPatternSchema).default([]),
+      })
+      .prefault({}),
+    /** Trace sources (pulled from external stores) and their endpoint rules. */
+    sources: z
+      .strictObject({
+        /**
+         * Endpoint hosts exempt from "https to a public name": names, `*.suffix`, IPs, CIDR
+         * ranges or `*`. Such endpoints may be plain http, private, loopback or cluster-internal.
+         */
+        allow_hosts: z.array(HostPatternSchema).default([]),
+        /**
+         * Where `credentials: {file: <secret>/<key>}` is read from (`<dir>/<secret>/<key>`, read
+         * afresh at every use). Default `<data_dir>/secrets`.
+         */
+        dir: z.string().min(1).optional(),
+        /** Pull rate cap per source unless its `poll.maxRecordsPerSecond` says otherwise. */
+        max_records_per_second: z
+          .int()
+          .min(1)
+          .max(100_000)
+          .default(DEFAULTS.sources.maxRecordsPerSecond),
+      })
+      .prefault({}),
+    /** Which projects (and endpoint hosts) may use which credential references. */
+    credentials: z
+      .strictObject({
+        grants: z.array(CredentialGrantSchema).default([]),
+      })
+      .prefault({}),
+    /**
+     * Outbound proxy for sources, webhooks and judges. Filled from the standard `HTTPS_PROXY`,
+     * `HTTP_PROXY` and `NO_PROXY` variables (lower-case spellings win, as in curl) unless set
+     * here or with `TOUCHSTONE_PROXY__*`. Targets are still resolved and checked locally.
+     */
+    proxy: z
+      .strictObject({
+        /** Proxy for https targets; `http_proxy` when unset. */
+        https_proxy: ProxyUrlSchema.optional(),
+        /** Proxy for http targets (and https ones without `https_proxy`). */
+        http_proxy: ProxyUrlSchema.optional(),
+        /** Comma-separated hosts reached directly: names (with subdomains), IPs, CIDRs, `*`. */
+        no_proxy: z.string().optional(),
       })
       .prefault({}),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
@@ -135,6 +240,11 @@ export const ConfigSchema = z
         message: `names judge "${c.default_judge}", which is not under judges`,
       });
     }
-  });
+  })
+  // `sources.dir` defaults under the data directory, wherever that was configured.
+  .transform((c) => ({
+    ...c,
+    sources: { ...c.sources, dir: c.sources.dir ?? join(c.data_dir, DEFAULTS.sources.dirName) },
+  }));
 
 export type Config = z.infer<typeof ConfigSchema>;

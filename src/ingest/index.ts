@@ -24,6 +24,8 @@ export {
   type IngestResult,
   IngestService,
   type IngestTarget,
+  type PulledTrace,
+  PulledTraceWriter,
   recordDigest,
   type SpanRedactor,
   TraceCompleter,

@@ -89,6 +89,81 @@ export class IngestService {
   }
 }
 
+/** A whole trace read from an external store (a trace source), stored as complete at once. */
+export interface PulledTrace {
+  project: string;
+  traceId: string;
+  /** The source's name (label `source`) and its `traceLabels`. */
+  source: string;
+  labels: Record<string, string>;
+  /** Every span of the trace as the store holds it (not yet redacted). */
+  spans: Span[];
+}
+
+/**
+ * Stores pulled traces: redaction first, then — in one transaction — the spans, the completed
+ * trace (normalized, with the source's overrides applied) and, when its content changed, its
+ * work item. Unlike pushed spans there is nothing to wait for: the store said the trace ended.
+ */
+export class PulledTraceWriter {
+  constructor(
+    private readonly deps: {
+      store: Store;
+      redactor: SpanRedactor;
+      clock: Clock;
+      normalize: TraceNormalizer;
+      observer?: IngestObserver;
+    },
+  ) {}
+
+  /** Returns whether the trace's content changed (and so was queued for scoring). */
+  async write(
+    trace: PulledTrace,
+    adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
+  ): Promise<boolean> {
+    const { store, redactor, clock, observer } = this.deps;
+    const spans = redactor.redactSpans(trace.spans);
+    const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
+    const now = clock.now();
+    const pending: PendingTrace = {
+      project: trace.project,
+      traceId: trace.traceId,
+      lastSpanAt: now,
+      labels,
+      source: trace.source,
+    };
+    let normalized = this.deps.normalize(spans, pending);
+    if (adjust !== undefined) normalized = adjust(normalized);
+    const digest = recordDigest(normalized.record);
+    observer?.onReceived(spans.length, 1);
+    const changed = await store.withTransaction(async (tx) => {
+      await tx.traces.appendSpans(
+        [{ project: trace.project, traceId: trace.traceId, spans, labels, source: trace.source }],
+        now,
+      );
+      const result = await tx.traces.complete(pending, normalized, digest, now);
+      if (result.changed) {
+        await tx.work.enqueue(
+          [
+            {
+              project: trace.project,
+              traceId: trace.traceId,
+              digest,
+              policy: '',
+              replace: false,
+              traceCompletedAt: now,
+            },
+          ],
+          now,
+        );
+      }
+      return result.changed;
+    });
+    observer?.onStored(spans.length, 0);
+    return changed;
+  }
+}
+
 /** sha256 of the record: equal records, equal digests (late duplicate spans change nothing). */
 export function recordDigest(record: EvalRecord): string {
   return createHash('sha256').update(JSON.stringify(record)).digest('hex');

@@ -252,3 +252,244 @@ describe('createHttpClient seams', () => {
     expect(err.code).toBe('OUTBOUND_UNAVAILABLE');
   });
 });
+
+describe('createHttpClient redirects (maxRedirects)', () => {
+  const SENTINEL = 'SENTINEL-redirect-4d2a';
+  let other: Server;
+  let otherBase: string;
+  const otherHeaders: IncomingMessage['headers'][] = [];
+
+  beforeAll(async () => {
+    // A second origin (same address, other port: a different origin all the same).
+    other = createServer((req, res) => {
+      otherHeaders.push(req.headers);
+      const to = new URL(req.url ?? '/', 'http://x').searchParams.get('to');
+      if (to !== null) {
+        res.writeHead(302, { location: to });
+        res.end();
+      } else res.end('other');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    otherBase = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    other.closeAllConnections();
+    await new Promise<void>((resolve) => other.close(() => resolve()));
+  });
+  beforeEach(() => {
+    otherHeaders.length = 0;
+  });
+
+  /** Answers `/r/<status>?to=<location>` with that redirect; every other path with its method. */
+  function redirecting(): void {
+    handler = (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const m = /^\/r\/(\d{3})$/.exec(url.pathname);
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => {
+        body += c;
+      });
+      req.on('end', () => {
+        if (m) {
+          res.writeHead(Number(m[1]), { location: url.searchParams.get('to') ?? '/' });
+          res.end('moved');
+        } else res.end(`${req.method} ${url.pathname} body=${body}`);
+      });
+    };
+  }
+
+  it('follows a relative redirect and reports the final URL', async () => {
+    redirecting();
+    const client = createHttpClient({ maxRedirects: 2 });
+    try {
+      const res = await client.request({ method: 'GET', url: `${base}/r/302?to=/final` });
+      expect(res.status).toBe(200);
+      expect(res.body.toString()).toBe('GET /final body=');
+      expect(res.url).toBe(`${base}/final`);
+      expect(hits).toEqual(['/r/302?to=/final', '/final']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a request may ask for redirects the client does not follow by default', async () => {
+    redirecting();
+    const client = createHttpClient();
+    try {
+      expect((await client.request({ method: 'GET', url: `${base}/r/301?to=/a` })).status).toBe(
+        301,
+      );
+      const res = await client.request({
+        method: 'GET',
+        url: `${base}/r/301?to=/a`,
+        maxRedirects: 1,
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it.each([
+    [303, 'POST', 'GET /next body='],
+    [302, 'POST', 'GET /next body='],
+    [301, 'POST', 'GET /next body='],
+    [307, 'POST', 'POST /next body={"x":1}'],
+    [308, 'PUT', 'PUT /next body={"x":1}'],
+    [303, 'PUT', 'GET /next body='],
+  ] as const)('a %i after %s continues as the spec says', async (status, method, expected) => {
+    redirecting();
+    const client = createHttpClient({ maxRedirects: 1 });
+    try {
+      const res = await client.request({
+        method,
+        url: `${base}/r/${status}?to=/next`,
+        headers: { 'content-type': 'application/json' },
+        body: '{"x":1}',
+      });
+      expect(res.body.toString()).toBe(expected);
+      const second = seenHeaders[1];
+      if (expected.startsWith('GET')) expect(second?.['content-type']).toBeUndefined();
+      else expect(second?.['content-type']).toBe('application/json');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('keeps credentials on the same origin and drops them on another', async () => {
+    redirecting();
+    const client = createHttpClient({ maxRedirects: 3 });
+    const headers = {
+      authorization: `Bearer ${SENTINEL}`,
+      'x-api-key': SENTINEL,
+      cookie: `session=${SENTINEL}`,
+      accept: 'application/json',
+    };
+    try {
+      await client.request({ method: 'GET', url: `${base}/r/302?to=/same`, headers });
+      expect(seenHeaders[1]?.authorization).toBe(`Bearer ${SENTINEL}`);
+      expect(seenHeaders[1]?.['x-api-key']).toBe(SENTINEL);
+
+      const res = await client.request({
+        method: 'GET',
+        url: `${base}/r/302?to=${encodeURIComponent(`${otherBase}/landing`)}`,
+        headers,
+      });
+      expect(res.body.toString()).toBe('other');
+      expect(otherHeaders).toHaveLength(1);
+      expect(JSON.stringify(otherHeaders[0])).not.toContain(SENTINEL);
+      expect(otherHeaders[0]?.accept).toBe('application/json');
+      expect(otherHeaders[0]?.['user-agent']).toBe('touchstone');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('does not send credentials again after leaving the origin and coming back', async () => {
+    redirecting();
+    const client = createHttpClient({ maxRedirects: 3 });
+    try {
+      const away = `${otherBase}/back?to=${encodeURIComponent(`${base}/home`)}`;
+      const res = await client.request({
+        method: 'GET',
+        url: `${base}/r/302?to=${encodeURIComponent(away)}`,
+        headers: { authorization: `Bearer ${SENTINEL}` },
+      });
+      expect(res.body.toString()).toBe('GET /home body=');
+      expect(hits).toEqual([expect.stringMatching(/^\/r\/302/), '/home']);
+      expect(seenHeaders[0]?.authorization).toBe(`Bearer ${SENTINEL}`);
+      expect(otherHeaders[0]?.authorization).toBeUndefined();
+      expect(seenHeaders[1]?.authorization).toBeUndefined();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('stops after maxRedirects with OUTBOUND_TOO_MANY_REDIRECTS', async () => {
+    handler = (_req, res) => {
+      res.writeHead(302, { location: '/loop' });
+      res.end();
+    };
+    const client = createHttpClient({ maxRedirects: 3 });
+    try {
+      const err = await caught(client.request({ method: 'GET', url: `${base}/loop?token=abc123` }));
+      expect(err.code).toBe('OUTBOUND_TOO_MANY_REDIRECTS');
+      expect(err.retryable).toBe(false);
+      expect(err.message).toContain('more than 3');
+      expect(err.message).not.toContain('abc123');
+      expect(hits).toHaveLength(4);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it.each([
+    ['file:///etc/passwd', '"file:"'],
+    ['gopher://127.0.0.1:70/', '"gopher:"'],
+    [`http://user:${'SENTINEL-pw'}@127.0.0.1:1/`, 'credentials'],
+    ['http://[::1', 'malformed'],
+  ])('refuses a redirect to %s', async (location, why) => {
+    handler = (_req, res) => {
+      res.writeHead(302, { location });
+      res.end();
+    };
+    const client = createHttpClient({ maxRedirects: 2 });
+    try {
+      const err = await caught(client.request({ method: 'GET', url: `${base}/start` }));
+      expect(err.code).toBe('OUTBOUND_TARGET_REFUSED');
+      expect(err.message).toContain(why);
+      expect(err.message).not.toContain('SENTINEL');
+      expect(hits).toEqual(['/start']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('runs checkTarget on every hop, and names both hosts when it refuses one', async () => {
+    redirecting();
+    const checked: string[] = [];
+    const client = createHttpClient({
+      maxRedirects: 3,
+      checkTarget: async (url) => {
+        checked.push(url.href);
+        if (url.hostname === 'localhost') throw new Error('internal');
+      },
+    });
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const err = await caught(
+        client.request({
+          method: 'GET',
+          url: `${base}/r/302?to=${encodeURIComponent(`http://localhost:${port}/secret?token=abc123`)}`,
+        }),
+      );
+      expect(err.code).toBe('OUTBOUND_TARGET_REFUSED');
+      expect(err.message).toContain(`redirect from 127.0.0.1:${port} to localhost:${port} refused`);
+      expect(err.message).not.toMatch(/secret|abc123/);
+      expect(checked).toHaveLength(2);
+      expect(hits).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('one deadline covers every hop', async () => {
+    handler = (req, res) => {
+      if (req.url === '/slow') return; // never answers
+      res.writeHead(302, { location: '/slow' });
+      res.end();
+    };
+    const client = createHttpClient({ maxRedirects: 2 });
+    try {
+      const started = Date.now();
+      const err = await caught(
+        client.request({ method: 'GET', url: `${base}/first`, timeoutMs: 200 }),
+      );
+      expect(err.code).toBe('OUTBOUND_TIMEOUT');
+      expect(Date.now() - started).toBeLessThan(1500);
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,8 +1,17 @@
 import type { Readable } from 'node:stream';
 import { Agent, buildConnector } from 'undici';
 import { type Clock, isTouchstoneError, systemClock, type TouchstoneError } from '../core/index.js';
+import type { Connector } from './connector.js';
 import { NetErrors } from './error-codes.js';
+import {
+  createProxyRouter,
+  type ProxyEndpoint,
+  type ProxySettings,
+  tunnelConnector,
+} from './proxy.js';
 import { parseRetryAfter } from './retry-after.js';
+
+export type { Connector } from './connector.js';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
@@ -18,6 +27,8 @@ export interface HttpRequest {
   maxResponseBytes?: number;
   /** Caller cancellation: the request stops and `signal.reason` is thrown as is. */
   signal?: AbortSignal;
+  /** Redirects to follow for this request; defaults to the client's `maxRedirects`. */
+  maxRedirects?: number;
 }
 
 export interface HttpResponse {
@@ -27,21 +38,20 @@ export interface HttpResponse {
   body: Buffer;
   /** From `Retry-After` (seconds or HTTP-date), when present and well formed. */
   retryAfterSeconds?: number;
+  /** The URL that answered: the request's, or the last hop's when redirects were followed. */
+  url?: string;
 }
 
 export interface HttpClient {
   /**
-   * Sends one request. Redirects are never followed (a 3xx is returned as is, so the caller
-   * decides and the target checks run again). Non-2xx statuses are answers, not errors; errors
+   * Sends one request. Redirects are not followed unless `maxRedirects` (client or request) is
+   * above 0: by default a 3xx is returned as is. Non-2xx statuses are answers, not errors; errors
    * are `OUTBOUND_*` TouchstoneErrors, or the caller's abort reason.
    */
   request(request: HttpRequest): Promise<HttpResponse>;
   /** Closes pooled connections. Safe to call twice. */
   close(): Promise<void>;
 }
-
-/** Opens the socket for an origin; undici's connector shape. */
-export type Connector = buildConnector.connector;
 
 export interface HttpClientOptions {
   /** Time allowed to open a connection (TCP + TLS). Default 10 s. */
@@ -66,12 +76,50 @@ export interface HttpClientOptions {
    * so the address checked is the address dialled.
    */
   wrapConnector?: (base: Connector) => Connector;
+  /**
+   * Redirects followed per request (default 0: a 3xx is returned as is). Each hop's `Location` is
+   * resolved against the URL that answered, must be http(s) without userinfo, runs `checkTarget`
+   * and is dialled through the same wrapped connector, all inside the request's one deadline; a
+   * refused hop throws OUTBOUND_TARGET_REFUSED naming both hosts, and running out of hops throws
+   * OUTBOUND_TOO_MANY_REDIRECTS. 303 (and 301/302 after a POST) continue as GET without the body;
+   * 307/308 keep method and body. A hop to another origin (scheme, host or port) carries only
+   * `accept`, `accept-language`, `content-language`, `content-type` and `user-agent`: the
+   * Authorization header, API-key headers, cookies and signatures stay with the origin they were
+   * meant for.
+   */
+  maxRedirects?: number;
+  /**
+   * Environment proxy (HTTPS_PROXY / HTTP_PROXY / NO_PROXY, handed in by the composition root).
+   * A proxied request is still checked by `checkTarget` and the wrapped connector, which resolves
+   * the name and checks every address first; the proxy is then asked for a CONNECT tunnel to the
+   * checked address, so the proxy never resolves the name itself. The proxy's own address is not
+   * subject to the outbound rules: it is operator configuration. See `ProxySettings`.
+   */
+  proxy?: ProxySettings;
   clock?: Clock;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** Headers that may follow a redirect to another origin; every other header is dropped. */
+const CROSS_ORIGIN_HEADERS = new Set([
+  'accept',
+  'accept-language',
+  'content-language',
+  'content-type',
+  'user-agent',
+]);
+/** Headers describing a request body, dropped when a redirect turns the request into a GET. */
+const BODY_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-language',
+  'content-location',
+]);
 
 const TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
@@ -117,6 +165,42 @@ function parseTarget(url: string | URL): URL {
   return parsed;
 }
 
+/**
+ * The next hop of a redirect, or a refusal naming both hosts (never a path or query: a
+ * `Location` may carry tokens). Only http(s) without userinfo may follow.
+ */
+function redirectTarget(location: string, from: URL, method: HttpMethod): URL {
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch (cause) {
+    throw NetErrors.OUTBOUND_TARGET_REFUSED(
+      `${method} ${from.host} redirected to a malformed location`,
+      { cause },
+    );
+  }
+  if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+    throw NetErrors.OUTBOUND_TARGET_REFUSED(
+      `${method} ${from.host} redirected to a ${JSON.stringify(next.protocol)} URL; only http and https are followed`,
+    );
+  }
+  if (next.username !== '' || next.password !== '') {
+    throw NetErrors.OUTBOUND_TARGET_REFUSED(
+      `${method} ${from.host} redirected to ${next.host} with credentials in the URL`,
+    );
+  }
+  next.hash = '';
+  return next;
+}
+
+/** A refusal of a redirect hop, said as such (the inner message names the rule and setting). */
+function hopRefused(err: TouchstoneError, from: URL, to: URL): TouchstoneError {
+  return NetErrors.OUTBOUND_TARGET_REFUSED(
+    `redirect from ${from.host} to ${to.host} refused: ${err.message}`,
+    { cause: err, details: err.details },
+  );
+}
+
 function flattenHeaders(
   raw: Record<string, string | string[] | undefined>,
 ): Record<string, string> {
@@ -134,15 +218,33 @@ function discard(body: Readable): void {
   body.destroy();
 }
 
-/** Builds the product's one outbound HTTP client, on an undici Agent it owns. */
+/** Builds the product's one outbound HTTP client, on undici Agents it owns. */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const clock = options.clock ?? systemClock;
   const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const defaultMaxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const defaultMaxRedirects = options.maxRedirects ?? 0;
   const userAgent = options.userAgent ?? 'touchstone';
-  const base = buildConnector({ timeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS });
-  const agent = new Agent({ connect: options.wrapConnector ? options.wrapConnector(base) : base });
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const base = buildConnector({ timeout: connectTimeoutMs });
+  const wrap = (c: Connector) => (options.wrapConnector ? options.wrapConnector(c) : c);
+  const direct = new Agent({ connect: wrap(base) });
+  const router = options.proxy ? createProxyRouter(options.proxy) : undefined;
+  // One Agent per proxy in use; the guard wraps the tunnel, so it checks before the proxy is asked.
+  const viaProxy = new Map<ProxyEndpoint, Agent>();
   let closing: Promise<void> | undefined;
+
+  function dispatcherFor(url: URL): Agent {
+    if (closing !== undefined) throw NetErrors.OUTBOUND_UNAVAILABLE('the HTTP client is closed');
+    const proxy = router?.forTarget(url);
+    if (proxy === undefined) return direct;
+    let agent = viaProxy.get(proxy);
+    if (agent === undefined) {
+      agent = new Agent({ connect: wrap(tunnelConnector(proxy, base, connectTimeoutMs)) });
+      viaProxy.set(proxy, agent);
+    }
+    return agent;
+  }
 
   function mapFailure(err: unknown, target: URL, method: HttpMethod): TouchstoneError {
     if (isTouchstoneError(err)) return err;
@@ -168,14 +270,18 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   async function request(req: HttpRequest): Promise<HttpResponse> {
     if (closing !== undefined) throw NetErrors.OUTBOUND_UNAVAILABLE('the HTTP client is closed');
-    const target = parseTarget(req.url);
-    const method = req.method;
+    let target = parseTarget(req.url);
+    let method = req.method;
+    let body = req.body ?? null;
+    /** The URL that redirected to `target`, while following a redirect. */
+    let from: URL | undefined;
     const timeoutMs = req.timeoutMs ?? defaultTimeoutMs;
     const maxBytes = req.maxResponseBytes ?? defaultMaxBytes;
+    const maxRedirects = req.maxRedirects ?? defaultMaxRedirects;
     const callerSignal = req.signal;
     callerSignal?.throwIfAborted();
 
-    // One deadline for the whole exchange; undici's per-phase timeouts are only a backstop.
+    // One deadline for the whole exchange (every hop); undici's per-phase timeouts are a backstop.
     const deadline = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -185,63 +291,113 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     const onCallerAbort = () => deadline.abort(callerSignal?.reason);
     callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
 
+    const headers: Record<string, string> = { 'user-agent': userAgent };
+    for (const [name, value] of Object.entries(req.headers ?? {})) {
+      headers[name.toLowerCase()] = value;
+    }
+
     try {
-      if (options.checkTarget) {
-        try {
-          await options.checkTarget(target, deadline.signal);
-        } catch (err) {
-          if (isTouchstoneError(err) || deadline.signal.aborted) throw err;
-          throw NetErrors.OUTBOUND_TARGET_REFUSED(
-            `${method} ${target.host} refused by outbound rules`,
-            {
-              cause: err,
-            },
-          );
+      for (let hop = 0; ; hop++) {
+        if (options.checkTarget) {
+          try {
+            await options.checkTarget(target, deadline.signal);
+          } catch (err) {
+            if (deadline.signal.aborted) throw err;
+            const refusal = isTouchstoneError(err)
+              ? err
+              : NetErrors.OUTBOUND_TARGET_REFUSED(
+                  `${method} ${target.host} refused by outbound rules`,
+                  { cause: err },
+                );
+            throw from !== undefined && refusal.code === 'OUTBOUND_TARGET_REFUSED'
+              ? hopRefused(refusal, from, target)
+              : refusal;
+          }
         }
-      }
-      const headers: Record<string, string> = { 'user-agent': userAgent };
-      for (const [name, value] of Object.entries(req.headers ?? {})) {
-        headers[name.toLowerCase()] = value;
-      }
-      const res = await agent.request({
-        origin: target.origin,
-        path: `${target.pathname}${target.search}`,
-        method,
-        headers,
-        body: req.body ?? null,
-        signal: deadline.signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-      const responseHeaders = flattenHeaders(res.headers);
-      const declared = Number(responseHeaders['content-length']);
-      if (Number.isFinite(declared) && declared > maxBytes) {
-        discard(res.body);
-        throw NetErrors.OUTBOUND_RESPONSE_TOO_LARGE(
-          `${method} ${target.host} answered ${declared} bytes, over the ${maxBytes}-byte cap`,
-        );
-      }
-      const chunks: Buffer[] = [];
-      let received = 0;
-      for await (const chunk of res.body) {
-        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-        received += buf.length;
-        if (received > maxBytes) {
+        let res: Awaited<ReturnType<Agent['request']>>;
+        try {
+          res = await dispatcherFor(target).request({
+            origin: target.origin,
+            path: `${target.pathname}${target.search}`,
+            method,
+            headers,
+            body,
+            signal: deadline.signal,
+            headersTimeout: timeoutMs,
+            bodyTimeout: timeoutMs,
+          });
+        } catch (err) {
+          // The connector refuses a name that resolves to an internal address; say it was a hop.
+          if (
+            from !== undefined &&
+            isTouchstoneError(err) &&
+            err.code === 'OUTBOUND_TARGET_REFUSED' &&
+            !deadline.signal.aborted
+          ) {
+            throw hopRefused(err, from, target);
+          }
+          throw err;
+        }
+        const responseHeaders = flattenHeaders(res.headers);
+        const location = responseHeaders.location;
+        if (maxRedirects > 0 && REDIRECT_STATUSES.has(res.statusCode) && location) {
+          discard(res.body);
+          if (hop >= maxRedirects) {
+            throw NetErrors.OUTBOUND_TOO_MANY_REDIRECTS(
+              `${req.method} ${parseTarget(req.url).host} redirected more than ${maxRedirects} times`,
+            );
+          }
+          const next = redirectTarget(location, target, method);
+          const toGet =
+            res.statusCode === 303
+              ? method !== 'GET' && method !== 'HEAD'
+              : (res.statusCode === 301 || res.statusCode === 302) && method === 'POST';
+          if (toGet) {
+            method = 'GET';
+            body = null;
+            for (const name of Object.keys(headers)) {
+              if (BODY_HEADERS.has(name)) delete headers[name];
+            }
+          }
+          if (next.origin !== target.origin) {
+            for (const name of Object.keys(headers)) {
+              if (!CROSS_ORIGIN_HEADERS.has(name)) delete headers[name];
+            }
+          }
+          from = target;
+          target = next;
+          continue;
+        }
+        const declared = Number(responseHeaders['content-length']);
+        if (Number.isFinite(declared) && declared > maxBytes) {
           discard(res.body);
           throw NetErrors.OUTBOUND_RESPONSE_TOO_LARGE(
-            `${method} ${target.host} answered more than the ${maxBytes}-byte cap`,
+            `${method} ${target.host} answered ${declared} bytes, over the ${maxBytes}-byte cap`,
           );
         }
-        chunks.push(buf);
+        const chunks: Buffer[] = [];
+        let received = 0;
+        for await (const chunk of res.body) {
+          const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+          received += buf.length;
+          if (received > maxBytes) {
+            discard(res.body);
+            throw NetErrors.OUTBOUND_RESPONSE_TOO_LARGE(
+              `${method} ${target.host} answered more than the ${maxBytes}-byte cap`,
+            );
+          }
+          chunks.push(buf);
+        }
+        const response: HttpResponse = {
+          status: res.statusCode,
+          headers: responseHeaders,
+          body: Buffer.concat(chunks, received),
+          url: target.href,
+        };
+        const retryAfter = parseRetryAfter(responseHeaders['retry-after'], clock.now());
+        if (retryAfter !== undefined) response.retryAfterSeconds = retryAfter;
+        return response;
       }
-      const response: HttpResponse = {
-        status: res.statusCode,
-        headers: responseHeaders,
-        body: Buffer.concat(chunks, received),
-      };
-      const retryAfter = parseRetryAfter(responseHeaders['retry-after'], clock.now());
-      if (retryAfter !== undefined) response.retryAfterSeconds = retryAfter;
-      return response;
     } catch (err) {
       if (callerSignal?.aborted) throw callerSignal.reason;
       if (timedOut) {
@@ -262,7 +418,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   return {
     request,
     close() {
-      closing ??= agent.close();
+      closing ??= Promise.all([
+        direct.close(),
+        ...[...viaProxy.values()].map((a) => a.close()),
+      ]).then(() => undefined);
       return closing;
     },
   };

@@ -1,13 +1,25 @@
 /**
  * @module net
  * The one outbound HTTP client of the product: every call to a judge, trace store or webhook
- * goes through `createHttpClient` (undici Agent owned here; timeouts, size caps, no redirects,
- * Retry-After), plus the credential resolver. The SSRF guard (`createOutboundGuard`) plugs into
- * its `checkTarget` and `wrapConnector` seams. Imports only `core`; must not import any other
- * area, and nothing here reads `process.env` (the environment is handed in).
+ * goes through `createHttpClient` (undici Agents owned here; timeouts, size caps, redirects only
+ * when asked and checked hop by hop, Retry-After, the environment proxy), plus the credential
+ * resolver and grants. The SSRF guard (`createOutboundGuard`) plugs into its `checkTarget` and
+ * `wrapConnector` seams. Imports only `core`; must not import any other area, and nothing here
+ * reads `process.env` (the environment and proxy settings are handed in).
  */
-export { type CredentialRef, resolveCredential } from './credentials.js';
-export { NetErrors } from './error-codes.js';
+export {
+  type CredentialGrant,
+  type CredentialRef,
+  type CredentialResolver,
+  type CredentialResolverOptions,
+  createCredentialResolver,
+  credentialGrantKey,
+  describeCredential,
+  type EnvCredentialRef,
+  type FileCredentialRef,
+  resolveCredential,
+} from './credentials.js';
+export { CredentialErrors, NetErrors } from './error-codes.js';
 export {
   type Connector,
   createHttpClient,
@@ -19,10 +31,18 @@ export {
 } from './http-client.js';
 export {
   addressRefusal,
+  compileHostPatterns,
   createOutboundGuard,
+  type HostPatterns,
   type OutboundGuard,
   type OutboundPolicy,
   type ResolvedAddress,
   type Resolver,
 } from './outbound-guard.js';
+export {
+  createProxyRouter,
+  type ProxyRouter,
+  type ProxySettings,
+  proxySettingsFromConfig,
+} from './proxy.js';
 export { parseRetryAfter } from './retry-after.js';

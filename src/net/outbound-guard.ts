@@ -1,8 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 import { CoreErrors } from '../core/index.js';
+import type { Connector } from './connector.js';
 import { NetErrors } from './error-codes.js';
-import type { Connector } from './http-client.js';
 
 /**
  * The outbound rules (SSRF guard) for URLs that users configure: webhooks, trace-source endpoints,
@@ -17,7 +17,12 @@ import type { Connector } from './http-client.js';
  * - The check runs in the connector, on every new connection, and the connector dials the address
  *   it checked (TLS keeps the original name for SNI and certificate checks, HTTP keeps its Host
  *   header), so a name that resolves differently a second time (DNS rebinding) gains nothing.
- * - Redirects are never followed by the client, so there is no second hop to check.
+ * - Redirects are not followed unless the client is built with `maxRedirects`; then every hop's
+ *   URL runs `checkTarget` again and is dialled through this same connector, so a redirect to an
+ *   internal address is refused like a configured one.
+ * - Through an environment proxy the connector still resolves and checks the name first, then asks
+ *   the proxy for a tunnel to the checked address (never the name), so the proxy cannot resolve it
+ *   to something else.
  * - `allowHosts` lifts the address and scheme rules for matching hosts: exact names, `*.suffix`
  *   wildcards (one or more labels), IP literals, CIDR ranges (`10.0.0.0/8`), or `*` for all.
  *
@@ -58,7 +63,7 @@ export interface OutboundGuard {
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
 /** Brackets and a trailing dot removed, lower case: the form patterns are matched against. */
-function bareHost(hostname: string): string {
+export function bareHost(hostname: string): string {
   let h = hostname.toLowerCase();
   if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
   if (h.endsWith('.')) h = h.slice(0, -1);
@@ -66,13 +71,21 @@ function bareHost(hostname: string): string {
 }
 
 /** IPv4-mapped IPv6 addresses are their IPv4 address for every rule and pattern. */
-function parseAddress(text: string): Address | undefined {
+export function parseAddress(text: string): Address | undefined {
   if (!ipaddr.isValid(text)) return undefined;
   const addr = ipaddr.parse(text);
   if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
     return (addr as ipaddr.IPv6).toIPv4Address();
   }
   return addr;
+}
+
+/** Compiled host patterns (the `allow_hosts` syntax); also used by credential grants. */
+export interface HostPatterns {
+  /** True when the host (a name or IP literal; brackets and a trailing dot allowed) matches. */
+  matchesHost(host: string): boolean;
+  /** True when the address lies in one of the IP or CIDR patterns (or the list holds `*`). */
+  matchesAddress(address: string): boolean;
 }
 
 interface CompiledAllowList {
@@ -87,8 +100,9 @@ function compileAllowList(patterns: readonly string[], setting: string): Compile
   patterns.forEach((raw, i) => {
     const p = bareHost(raw.trim());
     if (p === '*') out.all = true;
-    else if (p.startsWith('*.') && p.length > 2) out.suffixes.push(p.slice(1));
-    else if (p.includes('/')) {
+    else if (p.startsWith('*.') && p.length > 2 && !p.slice(2).includes('*')) {
+      out.suffixes.push(p.slice(1));
+    } else if (p.includes('/')) {
       try {
         const [addr, bits] = ipaddr.parseCIDR(p);
         const v4 = addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress();
@@ -102,7 +116,7 @@ function compileAllowList(patterns: readonly string[], setting: string): Compile
           ],
         });
       }
-    } else if (p.includes('*')) {
+    } else if (p.includes('*') || p === '') {
       throw CoreErrors.INVALID_ARGUMENT(
         `${setting}[${i}]: only a leading "*." wildcard is allowed`,
         {
@@ -124,6 +138,28 @@ function inRanges(addr: Address, ranges: CompiledAllowList['ranges']): boolean {
   return ranges.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
 }
 
+/**
+ * Compiles host patterns: exact names, `*.suffix` (one or more whole labels), IP literals, CIDR
+ * ranges, or `*`. A malformed pattern throws INVALID_ARGUMENT naming `<setting>[i]`.
+ */
+export function compileHostPatterns(patterns: readonly string[], setting: string): HostPatterns {
+  const list = compileAllowList(patterns, setting);
+  return {
+    matchesHost(hostname) {
+      const host = bareHost(hostname);
+      if (list.all || list.names.has(host)) return true;
+      if (list.suffixes.some((s) => host.endsWith(s))) return true;
+      const addr = parseAddress(host);
+      return addr !== undefined && inRanges(addr, list.ranges);
+    },
+    matchesAddress(address) {
+      if (list.all) return true;
+      const addr = parseAddress(bareHost(address));
+      return addr !== undefined && inRanges(addr, list.ranges);
+    },
+  };
+}
+
 /** Why an address may not be dialled without an allow-list entry, or undefined when it may. */
 export function addressRefusal(text: string): string | undefined {
   const addr = parseAddress(text);
@@ -136,14 +172,8 @@ export function createOutboundGuard(
   policy: OutboundPolicy,
   resolve: Resolver = systemResolver,
 ): OutboundGuard {
-  const allow = compileAllowList(policy.allowHosts, policy.setting);
-
-  function hostAllowed(host: string): boolean {
-    if (allow.all || allow.names.has(host)) return true;
-    if (allow.suffixes.some((s) => host.endsWith(s))) return true;
-    const addr = parseAddress(host);
-    return addr !== undefined && inRanges(addr, allow.ranges);
-  }
+  const allow = compileHostPatterns(policy.allowHosts, policy.setting);
+  const hostAllowed = (host: string) => allow.matchesHost(host);
 
   function refuse(host: string, why: string) {
     return NetErrors.OUTBOUND_TARGET_REFUSED(
@@ -153,8 +183,7 @@ export function createOutboundGuard(
 
   /** Throws unless the address is public or inside an allowed range. */
   function checkAddress(host: string, address: string): void {
-    const addr = parseAddress(address);
-    if (addr !== undefined && inRanges(addr, allow.ranges)) return;
+    if (allow.matchesAddress(address)) return;
     const why = addressRefusal(address);
     if (why !== undefined) {
       throw refuse(host, host === address ? `${why} address` : `it resolves to a ${why} address`);

@@ -188,7 +188,8 @@ export class PolicyEngine {
 
   /** Looks at the queue now (new items were queued); a pass in progress looks again after. */
   wake(): void {
-    if (this.stopped) return;
+    // Before start() nothing runs by itself (tests drive tick()).
+    if (this.stopped || this.timer === undefined) return;
     if (this.running !== undefined) {
       this.again = true;
       return;

@@ -24,6 +24,19 @@ export function toIso(ms: number): string {
 }
 
 /**
+ * JSON with object keys sorted at every level: a resource applied again with its keys in another
+ * order is the same resource and must not move the generation.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    return sorted;
+  });
+}
+
+/**
  * `labels` (a JSON object column) has `key` = `value`; the same text as the traces list, so the
  * scores list filters labels the same way.
  */

@@ -1,21 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
-import { toIso } from './columns.js';
+import { canonicalJson, toIso } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type { Page, PageRequest, PolicyRecord, PolicyStore } from './ports.js';
 import type { Database, PoliciesTable } from './schema.js';
-
-/**
- * JSON with object keys sorted at every level: a resource applied again with its keys in another
- * order is the same resource and must not move the generation.
- */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
-    const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
-    return sorted;
-  });
-}
 
 function fromRow(row: Selectable<PoliciesTable>): PolicyRecord {
   return {

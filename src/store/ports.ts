@@ -558,6 +558,147 @@ export interface JudgeBudgetStore {
   used(project: string, policy: string, day: string): Promise<number>;
 }
 
+/** A TraceSource as stored: the declarative resource as applied, with its bookkeeping. */
+export interface SourceRecord {
+  project: string;
+  name: string;
+  resource: Record<string, unknown>;
+  generation: number;
+  paused: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type SourcePhase = 'backfilling' | 'tailing' | 'paused' | 'error';
+
+/** The pull state of a source, written by the manager (only the lease holder) after each page. */
+export interface SourceState {
+  project: string;
+  name: string;
+  /** Epoch ms: every trace that started before it is handled (stored, or skipped with a reason). */
+  watermark: number;
+  /** Epoch ms: the source is backfilling while the watermark is behind this. */
+  backfillUntil: number;
+  /** The phase of the last pull (`paused` comes from the source record, not from here). */
+  phase: Exclude<SourcePhase, 'paused'>;
+  /** Safe text (no secrets, no payloads). */
+  lastError?: string;
+  /** When the last pull that completed began (lag is measured from it). */
+  lastCompleteStartAt?: number;
+  lastPullAt?: number;
+  /** Earliest time the next pull may start (poll interval, backoff, Retry-After). */
+  nextPullAt: number;
+  /** Failed pulls in a row (backoff). */
+  failures: number;
+  /** Traces handed to policies (stored) since the source was created. */
+  pulled: number;
+  /** Scores written back to the store since the source was created. */
+  scored: number;
+  /** Records per second over the last pull. */
+  recordsPerSecond: number;
+  lastWriteBackAt?: number;
+}
+
+/** What a source knows about one trace of its store (digest skip, deferral). */
+export interface SourceTrace {
+  project: string;
+  source: string;
+  storeId: string;
+  traceId: string;
+  startMs: number;
+  /** The store's version of the trace last stored ('' while deferred). */
+  version: string;
+  /** Set while the store reports the trace running: when it was first seen so. */
+  deferredSince?: number;
+}
+
+/** A score to write back to a source's store, queued in the transaction that stored it. */
+export interface NewWriteBack {
+  project: string;
+  source: string;
+  storeId: string;
+  traceId: string;
+  policy: string;
+  metric: string;
+  /** JSON of the Score, and whether a judge produced it. */
+  score: string;
+  judge: boolean;
+  createdAt: number;
+}
+
+export interface WriteBack extends NewWriteBack {
+  id: string;
+  attempts: number;
+  claim: string;
+}
+
+/** The write-back ledger: what was last written for (source, trace, policy, metric). */
+export interface LedgerEntry {
+  project: string;
+  source: string;
+  traceId: string;
+  policy: string;
+  metric: string;
+  remoteId: string;
+  /** Digest of the value written, so an unchanged score is not written again. */
+  valueDigest: string;
+}
+
+export interface SourceStore {
+  /** Create or replace by (project, name); generation moves only when the resource differs. */
+  upsert(
+    project: string,
+    name: string,
+    resource: Record<string, unknown>,
+    now: number,
+  ): Promise<{ source: SourceRecord; created: boolean }>;
+  get(project: string, name: string): Promise<SourceRecord | undefined>;
+  list(project: string | undefined, page: PageRequest): Promise<Page<SourceRecord>>;
+  /** Every source of every project (the manager's scan). */
+  listAll(): Promise<SourceRecord[]>;
+  /** Returns false when there was none. Pulled traces, results and the ledger stay. */
+  delete(project: string, name: string): Promise<boolean>;
+  setPaused(project: string, name: string, paused: boolean, now: number): Promise<boolean>;
+
+  getState(project: string, name: string): Promise<SourceState | undefined>;
+  saveState(state: SourceState): Promise<void>;
+  /** Adds to the pulled/scored counters without a read (several writers). */
+  count(
+    project: string,
+    name: string,
+    field: 'pulled' | 'scored',
+    n: number,
+    at: number,
+  ): Promise<void>;
+
+  /** The known traces of a source among these store ids. */
+  traces(project: string, source: string, storeIds: readonly string[]): Promise<SourceTrace[]>;
+  saveTraces(traces: readonly SourceTrace[]): Promise<void>;
+  /** The store's id of a trace this source stored (write-back addresses it). */
+  storeIdOf(project: string, source: string, traceId: string): Promise<string | undefined>;
+  /** Traces the store still reported running, oldest first. */
+  deferred(project: string, source: string, limit: number): Promise<SourceTrace[]>;
+
+  enqueueWriteBacks(items: readonly NewWriteBack[], now: number): Promise<void>;
+  claimWriteBacks(
+    now: number,
+    limit: number,
+    hideUntil: number,
+    claim: string,
+  ): Promise<WriteBack[]>;
+  /** Deletes the row if `claim` holds it. */
+  finishWriteBack(id: string, claim: string): Promise<boolean>;
+  retryWriteBack(id: string, claim: string, visibleAt: number): Promise<boolean>;
+  ledger(
+    project: string,
+    source: string,
+    traceId: string,
+    policy: string,
+    metric: string,
+  ): Promise<LedgerEntry | undefined>;
+  saveLedger(entry: LedgerEntry): Promise<void>;
+}
+
 /**
  * The repositories, each bound to either the store or one transaction. Later areas add theirs
  * here (traces, work items, outbox, …) so one transaction can write all of them.
@@ -573,6 +714,7 @@ export interface Repositories {
   readonly results: ResultStore;
   readonly alerts: AlertStore;
   readonly budgets: JudgeBudgetStore;
+  readonly sources: SourceStore;
 }
 
 /** Repositories bound to one open transaction: every call runs inside it. */

@@ -8,6 +8,7 @@ import { KyselyPolicyStore } from './policies.js';
 import type { Repositories, StoreDialect } from './ports.js';
 import { KyselyResultStore } from './results.js';
 import type { Database } from './schema.js';
+import { KyselySourceStore } from './sources.js';
 import { KyselyTraceStore } from './traces.js';
 import { KyselyWebhookStore } from './webhooks.js';
 import { KyselyWorkQueue } from './work-queue.js';
@@ -33,5 +34,6 @@ export function createRepositories(db: Kysely<Database>, ctx: RepositoryContext)
     results: new KyselyResultStore(db, ctx.dialect),
     alerts: new KyselyAlertStore(db, ctx.dialect),
     budgets: new KyselyJudgeBudgetStore(db),
+    sources: new KyselySourceStore(db, ctx.dialect),
   };
 }

@@ -192,6 +192,73 @@ export interface JudgeBudgetsTable {
   tokens: number;
 }
 
+export interface SourcesTable {
+  project: string;
+  name: string;
+  /** JSON of the resource, keys sorted so that equal resources have equal text. */
+  resource: string;
+  generation: number;
+  /** 0 or 1. */
+  paused: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SourceStatesTable {
+  project: string;
+  name: string;
+  /** JSON of SourceState without its key and counters (those are the columns below). */
+  state: string;
+  /** Counters added to by several writers (`count`), never rewritten by `saveState`. */
+  pulled: number;
+  scored: number;
+  last_write_back_at: number | null;
+}
+
+export interface SourceTracesTable {
+  project: string;
+  source: string;
+  /** The trace's id in the source's store. */
+  store_id: string;
+  trace_id: string;
+  start_ms: number;
+  /** The store's version last stored ('' while deferred). */
+  version: string;
+  /** When the store was first seen reporting the trace running; null when it is not. */
+  deferred_since: number | null;
+}
+
+export interface WriteBacksTable {
+  /** `wb_…`, time-ordered. */
+  id: string;
+  project: string;
+  source: string;
+  store_id: string;
+  trace_id: string;
+  policy: string;
+  metric: string;
+  /** JSON of the Score. */
+  score: string;
+  /** 0 or 1: a judge produced the score. */
+  judge: number;
+  created_at: number;
+  /** Claimable at or after; a claim moves it to the end of the visibility timeout. */
+  visible_at: number;
+  attempts: number;
+  /** The latest claim's token; '' before the first claim. */
+  claim: string;
+}
+
+export interface WriteBackLedgerTable {
+  project: string;
+  source: string;
+  trace_id: string;
+  policy: string;
+  metric: string;
+  remote_id: string;
+  value_digest: string;
+}
+
 export interface Database {
   schema_migrations: SchemaMigrationsTable;
   api_keys: ApiKeysTable;
@@ -206,4 +273,9 @@ export interface Database {
   metric_points: MetricPointsTable;
   alert_states: AlertStatesTable;
   judge_budgets: JudgeBudgetsTable;
+  sources: SourcesTable;
+  source_states: SourceStatesTable;
+  source_traces: SourceTracesTable;
+  write_backs: WriteBacksTable;
+  write_back_ledger: WriteBackLedgerTable;
 }

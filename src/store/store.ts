@@ -20,6 +20,7 @@ import type {
   LeaseStore,
   PolicyStore,
   ResultStore,
+  SourceStore,
   Store,
   StoreDialect,
   StoreTransaction,
@@ -73,6 +74,7 @@ export class KyselyStore implements Store {
   readonly results: ResultStore;
   readonly alerts: AlertStore;
   readonly budgets: JudgeBudgetStore;
+  readonly sources: SourceStore;
   private readonly guarded: Kysely<Database>;
   private closing: Promise<void> | undefined;
 
@@ -96,6 +98,7 @@ export class KyselyStore implements Store {
     this.results = repositories.results;
     this.alerts = repositories.alerts;
     this.budgets = repositories.budgets;
+    this.sources = repositories.sources;
   }
 
   private checkUsable(): void {

@@ -8,7 +8,12 @@
  */
 import type { Config } from '../config/index.js';
 import type { Clock } from '../core/index.js';
-import { createHttpClient, createOutboundGuard, type HttpClient } from '../net/index.js';
+import {
+  createHttpClient,
+  createOutboundGuard,
+  type HttpClient,
+  type ProxySettings,
+} from '../net/index.js';
 import type { Store } from '../store/index.js';
 import { type DispatcherLogger, WebhookDispatcher, type WebhookObserver } from './dispatcher.js';
 import { WebhookOutbox } from './outbox.js';
@@ -65,6 +70,8 @@ export interface WebhooksDeps {
   clock: Clock;
   logger: DispatcherLogger;
   observer?: WebhookObserver;
+  /** The outbound proxy, when one is configured (targets are still checked locally). */
+  proxy?: ProxySettings;
 }
 
 /**
@@ -84,6 +91,7 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     checkTarget: guard.checkTarget,
     wrapConnector: guard.wrapConnector,
     clock: deps.clock,
+    ...(deps.proxy === undefined ? {} : { proxy: deps.proxy }),
   });
   const dispatcher = new WebhookDispatcher({
     store: deps.store,

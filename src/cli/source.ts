@@ -1,0 +1,243 @@
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { createSourceService } from '../app.js';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { systemClock } from '../core/index.js';
+import type { SourceService, SourceStatus, SourceView } from '../sources/index.js';
+import type { ApiClient } from './client.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type CliIO, describeError, readResources, table } from './io.js';
+import { configFromFlags } from './serve.js';
+import {
+  allPages,
+  localPage,
+  remotePage,
+  type TargetFlags,
+  targetOptions,
+  withTarget,
+} from './target.js';
+
+interface Flags extends TargetFlags {
+  project?: string;
+}
+
+function withSources<T>(
+  flags: Flags,
+  io: CliIO,
+  remote: (client: ApiClient) => Promise<T>,
+  local: (service: SourceService) => Promise<T>,
+): Promise<T> {
+  return withTarget(flags, io, remote, async (store) =>
+    local(
+      createSourceService(configFromFlags(flags, io), {
+        store,
+        clock: systemClock,
+        env: io.env,
+        logger: pino({ level: 'silent' }),
+      }),
+    ),
+  );
+}
+
+function path(name: string, flags: Flags, suffix = ''): string {
+  const q = new URLSearchParams();
+  if (flags.project !== undefined) q.set('project', flags.project);
+  const qs = q.toString();
+  return `v1alpha1/sources/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
+}
+
+interface SourceShape {
+  metadata: { name: string; generation?: number; labels?: Record<string, string> };
+  spec: { connector?: string; variant?: string };
+  status?: SourceStatus;
+  created?: boolean;
+}
+
+const shape = (v: SourceView) => v as unknown as SourceShape;
+const projectOf = (s: SourceShape) => s.metadata.labels?.['touchstone.dev/project'] ?? '';
+
+function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
+  io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+}
+
+function statusLine(s: SourceShape): string {
+  const st = s.status;
+  return st === undefined
+    ? ''
+    : `phase ${st.phase}, watermark ${st.watermark}, pulled ${st.pulled}, scored ${st.scored}` +
+        (st.lastError === undefined ? '' : `, last error: ${st.lastError}`);
+}
+
+export function sourceCommand(program: Command, io: CliIO, stdin: () => string): void {
+  const source = program
+    .command('source')
+    .description(
+      'Manage trace sources: pull traces from MLflow, Phoenix or Langfuse and score them.',
+    );
+
+  targetOptions(
+    source
+      .command('apply')
+      .description(
+        'Create or replace sources from a YAML or JSON file (several documents allowed; - for stdin).',
+      )
+      .requiredOption('-f, --file <file>', 'TraceSource resources')
+      .option('-p, --project <name>', 'project, unless a resource names one')
+      .option(
+        '--dry-run',
+        'check everything (rules, endpoint, credential grant, policies) without storing',
+      ),
+  ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
+    const docs = readResources(flags.file, stdin);
+    const query = new URLSearchParams({
+      ...(flags.project === undefined ? {} : { project: flags.project }),
+      ...(flags.dryRun ? { validate_only: 'true' } : {}),
+    });
+    const lines: string[] = [];
+    const applied: SourceView[] = [];
+    const failures: string[] = [];
+    for (const [i, doc] of docs.entries()) {
+      try {
+        const view = await withSources(
+          flags,
+          io,
+          (c) => c.call<SourceView>('POST', `v1alpha1/sources?${query}`, doc),
+          (s) =>
+            s.apply(OPEN_PRINCIPAL, doc, {
+              ...(flags.project === undefined ? {} : { project: flags.project }),
+              validateOnly: flags.dryRun === true,
+            }),
+        );
+        applied.push(view);
+        const s = shape(view);
+        const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
+        lines.push(`${verb}: source ${s.metadata.name} (project ${projectOf(s)})`);
+      } catch (err) {
+        if (docs.length === 1) throw err;
+        failures.push(`document ${i + 1}: ${describeError(err).text}`);
+      }
+    }
+    print(io, flags, applied, lines.join('\n'));
+    if (failures.length > 0) throw new CliExit(EXIT.USAGE, failures.join('\n'));
+  });
+
+  targetOptions(
+    source
+      .command('list')
+      .description('List sources with their phase, lag and counts.')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (flags: Flags) => {
+    const all = await allPages<SourceView>((token) =>
+      withSources(
+        flags,
+        io,
+        (c) => remotePage<SourceView>(c, 'v1alpha1/sources', 'sources', flags.project, token),
+        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
+      ),
+    );
+    print(
+      io,
+      flags,
+      all,
+      table(
+        ['SOURCE', 'CONNECTOR', 'PHASE', 'LAG', 'PULLED', 'SCORED', 'LAST ERROR'],
+        all
+          .map(shape)
+          .map((s) => [
+            `${projectOf(s)}/${s.metadata.name}`,
+            s.spec.variant === undefined
+              ? (s.spec.connector ?? '')
+              : `${s.spec.connector}/${s.spec.variant}`,
+            s.status?.phase ?? '',
+            s.status?.lagSeconds === null || s.status?.lagSeconds === undefined
+              ? '-'
+              : `${s.status.lagSeconds}s`,
+            String(s.status?.pulled ?? 0),
+            String(s.status?.scored ?? 0),
+            s.status?.lastError ?? '',
+          ]),
+      ),
+    );
+  });
+
+  targetOptions(
+    source
+      .command('get')
+      .description('Show one source with its status, as JSON.')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags) => {
+    const got = await withSources(
+      flags,
+      io,
+      (c) => c.call<SourceView>('GET', path(name, flags)),
+      (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
+    );
+    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
+  });
+
+  for (const verb of ['pause', 'resume'] as const) {
+    targetOptions(
+      source
+        .command(verb)
+        .description(
+          verb === 'pause'
+            ? 'Stop pulling (the watermark is kept).'
+            : 'Pull again from the watermark.',
+        )
+        .argument('<name>')
+        .option('-p, --project <name>', 'project'),
+    ).action(async (name: string, flags: Flags) => {
+      const view = await withSources(
+        flags,
+        io,
+        (c) => c.call<SourceView>('POST', path(name, flags, `:${verb}`)),
+        (s) => s[verb](OPEN_PRINCIPAL, flags.project, name),
+      );
+      print(
+        io,
+        flags,
+        view,
+        `${verb === 'pause' ? 'paused' : 'resumed'} source ${name}: ${statusLine(shape(view))}`,
+      );
+    });
+  }
+
+  targetOptions(
+    source
+      .command('delete')
+      .description('Delete a source; the traces it pulled and their scores stay.')
+      .argument('<name>')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags) => {
+    const view = await withSources(
+      flags,
+      io,
+      (c) => c.call<SourceView>('DELETE', path(name, flags)),
+      (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
+    );
+    print(io, flags, view, `deleted source ${name}`);
+  });
+
+  targetOptions(
+    source
+      .command('backfill')
+      .description('Read history again from a time; only changed traces are scored again.')
+      .argument('<name>')
+      .requiredOption('--since <time>', 'RFC 3339 time, e.g. 2026-01-02T00:00:00Z')
+      .option('-p, --project <name>', 'project'),
+  ).action(async (name: string, flags: Flags & { since: string }) => {
+    const view = await withSources(
+      flags,
+      io,
+      (c) => c.call<SourceView>('POST', path(name, flags, ':backfill'), { since: flags.since }),
+      (s) => s.backfill(OPEN_PRINCIPAL, flags.project, name, flags.since),
+    );
+    print(
+      io,
+      flags,
+      view,
+      `backfilling source ${name} from ${flags.since}: ${statusLine(shape(view))}`,
+    );
+  });
+}

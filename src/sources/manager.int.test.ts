@@ -1,0 +1,433 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { storeVariants } from '../../test/support/stores.js';
+import { type App, createApp } from '../app.js';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { loadConfig } from '../config/index.js';
+import { FakeClock, type Span } from '../core/index.js';
+import { normalizeStoredTrace, PulledTraceWriter } from '../ingest/index.js';
+import { NetErrors } from '../net/index.js';
+import { compileRedaction } from '../redaction/index.js';
+import type {
+  FetchedTrace,
+  ListPage,
+  ListQuery,
+  TraceHeader,
+  TraceStoreConnector,
+  WriteBackItem,
+  WriteBackOutcome,
+} from './connector.js';
+import { SourceManager } from './manager.js';
+import { compileOverrides } from './overrides.js';
+import { SourceDirectory, WriteBackWriter } from './write-back.js';
+
+/**
+ * The source manager against an in-memory store double (a connector only lists, fetches and
+ * writes back, so the manager's rules are tested here once for every store; each real connector
+ * has its own contract tests against its server or recorded answers).
+ */
+
+const T0 = Date.parse('2026-11-22T10:00:00Z');
+const MIN = 60_000;
+
+interface FakeTrace extends TraceHeader {
+  spans: Span[];
+}
+
+class FakeStore implements TraceStoreConnector {
+  traces: FakeTrace[] = [];
+  fetched: string[] = [];
+  written: WriteBackItem[] = [];
+  failListAfterPages = Number.POSITIVE_INFINITY;
+  failure: Error | undefined;
+  /** The listing never answers (until the pull's budget aborts it). */
+  hang = false;
+  /** Store ids whose spans the store cannot serve. */
+  missing = new Set<string>();
+  private pages = 0;
+  private nextRemote = 1;
+
+  add(
+    i: number,
+    startMs: number,
+    opts: { inProgress?: boolean; tool?: string; fail?: boolean } = {},
+  ): FakeTrace {
+    const traceId = i.toString(16).padStart(32, '0');
+    const ns = (ms: number) => `${BigInt(ms) * 1_000_000n}`;
+    const span = (
+      id: string,
+      parent: string,
+      name: string,
+      attributes: Record<string, string>,
+      error = false,
+    ): Span =>
+      ({
+        traceId,
+        spanId: id,
+        parentSpanId: parent,
+        name,
+        kind: 1,
+        startTimeUnixNano: ns(startMs),
+        endTimeUnixNano: ns(startMs + 1000),
+        attributes,
+        resource: { 'service.name': 'agent' },
+        scope: { name: 'fake', version: '1' },
+        events: [],
+        links: [],
+        status: error ? { code: 2, message: 'boom' } : { code: 0, message: '' },
+        droppedAttributesCount: 0,
+      }) as unknown as Span;
+    const t: FakeTrace = {
+      storeId: `tr-${traceId}`,
+      traceId,
+      startMs,
+      ...(opts.inProgress ? {} : { endMs: startMs + 1000 }),
+      inProgress: opts.inProgress ?? false,
+      resource: { 'mlflow.tag.team': 'search' },
+      spans: [
+        span('00000000000000a1', '', 'agent', {
+          'input.value': `question ${i}`,
+          'output.value': 'answer',
+        }),
+        span(
+          '00000000000000a2',
+          '00000000000000a1',
+          `execute_tool ${opts.tool ?? 'search'}`,
+          {
+            'gen_ai.operation.name': 'execute_tool',
+            'gen_ai.tool.name': opts.tool ?? 'search',
+          },
+          opts.fail === true,
+        ),
+      ],
+    };
+    this.traces.push(t);
+    return t;
+  }
+
+  async check(): Promise<void> {}
+
+  async list(q: ListQuery): Promise<ListPage> {
+    this.pages++;
+    if (this.pages > this.failListAfterPages && this.failure !== undefined) throw this.failure;
+    if (this.hang) {
+      await new Promise((_resolve, reject) =>
+        q.signal?.addEventListener('abort', () => reject(q.signal?.reason)),
+      );
+    }
+    const all = this.traces
+      .filter((t) => t.startMs >= q.fromMs && t.startMs < q.toMs)
+      .sort((a, b) => a.startMs - b.startMs);
+    const offset = Number(q.pageToken ?? 0);
+    const slice = all.slice(offset, offset + q.pageSize);
+    return {
+      traces: slice.map(({ spans: _s, ...h }) => h),
+      ...(offset + q.pageSize < all.length ? { nextPageToken: String(offset + q.pageSize) } : {}),
+    };
+  }
+
+  async fetch(headers: readonly TraceHeader[]): Promise<Map<string, FetchedTrace>> {
+    const out = new Map<string, FetchedTrace>();
+    for (const h of headers) {
+      this.fetched.push(h.storeId);
+      const t = this.traces.find((x) => x.storeId === h.storeId);
+      out.set(
+        h.storeId,
+        t === undefined || this.missing.has(h.storeId)
+          ? { missing: 'no spans' }
+          : { spans: t.spans },
+      );
+    }
+    return out;
+  }
+
+  async writeBack(items: readonly WriteBackItem[]): Promise<WriteBackOutcome[]> {
+    this.written.push(...items);
+    return items.map((i) =>
+      i.remoteId === undefined
+        ? { status: 'created', remoteId: `a-${this.nextRemote++}` }
+        : { status: 'updated', remoteId: i.remoteId },
+    );
+  }
+}
+
+const sourceResource = (spec: Record<string, unknown>) => ({
+  apiVersion: 'touchstone.dev/v1alpha1',
+  kind: 'TraceSource',
+  metadata: { name: 'prod-mlflow' },
+  spec: {
+    connector: 'mlflow',
+    endpoint: 'http://127.0.0.1:5000',
+    locations: ['agent'],
+    backfill: { since: '2h' },
+    poll: { interval: '30s' },
+    ...spec,
+  },
+});
+
+describe.each(storeVariants())('source manager on $name', (variant) => {
+  let clock: FakeClock;
+  let app: App;
+  let dataDir: string;
+  let dispose: () => Promise<void>;
+  let fake: FakeStore;
+  let manager: SourceManager;
+  let writer: WriteBackWriter;
+
+  beforeEach(async () => {
+    clock = new FakeClock(T0);
+    dataDir = mkdtempSync(join(tmpdir(), 'touchstone-sources-'));
+    const store = await variant.open();
+    dispose = store.dispose;
+    const config = loadConfig({
+      overrides: {
+        data_dir: dataDir,
+        log_level: 'silent',
+        sources: { allow_hosts: ['127.0.0.1'] },
+        ...store.overrides,
+      },
+    });
+    app = await createApp(config, {
+      env: {},
+      clock,
+      processMetrics: false,
+      logger: pino({ level: 'silent' }),
+    });
+    fake = new FakeStore();
+    const directory = new SourceDirectory({ store: app.store, clock });
+    const pulled = new PulledTraceWriter({
+      store: app.store,
+      redactor: compileRedaction(config.traces.redaction),
+      clock,
+      normalize: normalizeStoredTrace,
+    });
+    manager = new SourceManager({
+      store: app.store,
+      clock,
+      connector: () => fake,
+      write: (t, adjust) => pulled.write(t, adjust),
+      overrides: (s) => compileOverrides(s, 'default'),
+      options: { pageSize: 3, maxRecordsPerSecond: 1_000_000 },
+      sleep: async () => undefined,
+    });
+    writer = new WriteBackWriter({ store: app.store, clock, directory, connector: () => fake });
+  });
+  afterEach(async () => {
+    await manager.shutdown();
+    await app.close();
+    await dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const applySource = (spec: Record<string, unknown> = {}) =>
+    app.sources.apply(OPEN_PRINCIPAL, sourceResource(spec));
+  const state = async () => (await app.store.sources.getState('default', 'prod-mlflow'))!;
+
+  it('backfills page by page, stores pulled traces as ordinary labelled traces, and skips unchanged ones', async () => {
+    for (let i = 1; i <= 7; i++) fake.add(i, T0 - 100 * MIN + i * MIN);
+    await applySource({ traceLabels: { env: 'prod' } });
+    await manager.tick();
+    expect(fake.fetched).toHaveLength(7);
+    const page = await app.store.traces.list({ project: 'default' }, { pageSize: 50 });
+    expect(page.items).toHaveLength(7);
+    expect(page.items[0]?.labels).toMatchObject({ source: 'prod-mlflow', env: 'prod' });
+    expect(page.items[0]?.source).toBe('prod-mlflow');
+    const s = await state();
+    expect(s.phase).toBe('tailing');
+    expect(s.watermark).toBe(T0 - 30 * MIN);
+    expect(s.pulled).toBe(7);
+    expect(await app.store.work.stats()).toMatchObject({ depth: 7 });
+
+    // The next poll re-reads the look-back window but fetches nothing unchanged.
+    clock.advance(31_000);
+    await manager.tick();
+    expect(fake.fetched).toHaveLength(7);
+    const view = await app.sources.get(OPEN_PRINCIPAL, undefined, 'prod-mlflow');
+    expect(view.status).toMatchObject({ phase: 'tailing', pulled: 7, deferred: 0, lagSeconds: 0 });
+  });
+
+  it('defers a running trace, then stores it when it ends (or as it is after maxInProgressAge)', async () => {
+    const running = fake.add(1, T0 - 40 * MIN, { inProgress: true });
+    const stuck = fake.add(2, T0 - 35 * MIN, { inProgress: true });
+    await applySource({ maxInProgressAge: '10m' });
+    await manager.tick();
+    expect(fake.fetched).toEqual([]);
+    expect((await app.sources.get(OPEN_PRINCIPAL, undefined, 'prod-mlflow')).status).toMatchObject({
+      deferred: 2,
+    });
+    // The watermark waits for the earliest running trace (not only now − maxTraceDuration).
+    expect((await state()).watermark).toBe(T0 - 40 * MIN);
+
+    running.inProgress = false;
+    running.endMs = running.startMs + 2000;
+    clock.advance(31_000);
+    await manager.tick();
+    expect(fake.fetched).toEqual([running.storeId]);
+
+    clock.advance(10 * MIN);
+    await manager.tick();
+    expect(fake.fetched).toEqual([running.storeId, stuck.storeId]);
+  });
+
+  it('commits the watermark per page; a failure backs off (Retry-After honoured) and resumes where it stopped', async () => {
+    for (let i = 1; i <= 7; i++) fake.add(i, T0 - 100 * MIN + i * MIN);
+    fake.failListAfterPages = 1;
+    fake.failure = NetErrors.OUTBOUND_UNAVAILABLE('the store answered 503', {
+      retryAfterSeconds: 42,
+    });
+    await applySource();
+    await manager.tick();
+    let s = await state();
+    expect(s.phase).toBe('error');
+    expect(s.lastError).toMatch(/503/);
+    expect(s.watermark).toBe(T0 - 97 * MIN);
+    expect(s.nextPullAt).toBe(clock.now() + 42_000);
+
+    fake.failListAfterPages = Number.POSITIVE_INFINITY;
+    clock.advance(41_000);
+    await manager.tick();
+    expect((await state()).phase).toBe('error');
+    clock.advance(2_000);
+    await manager.tick();
+    s = await state();
+    expect(s.phase).toBe('tailing');
+    expect(s.lastError).toBeUndefined();
+    expect(new Set(fake.fetched).size).toBe(7);
+  });
+
+  it('skips a trace whose spans are missing (once, with a reason) and a pull that never ends keeps its place', async () => {
+    const a = fake.add(1, T0 - 50 * MIN);
+    const b = fake.add(2, T0 - 49 * MIN);
+    fake.missing.add(a.storeId);
+    await applySource();
+    await manager.tick();
+    expect(fake.fetched).toEqual([a.storeId, b.storeId]);
+    expect(
+      (await app.store.traces.list({ project: 'default' }, { pageSize: 10 })).items.map(
+        (t) => t.traceId,
+      ),
+    ).toEqual([b.traceId]);
+    clock.advance(31_000);
+    await manager.tick();
+    // Not fetched again until the store changes it.
+    expect(fake.fetched).toEqual([a.storeId, b.storeId]);
+
+    const hanging = new SourceManager({
+      store: app.store,
+      clock,
+      connector: () => fake,
+      write: async () => true,
+      options: { pullBudgetMs: 200 },
+    });
+    fake.hang = true;
+    const before = await state();
+    clock.advance(31_000);
+    await hanging.tick();
+    const after = await state();
+    expect(after.lastError).toMatch(/did not finish within 0.2 s/);
+    expect(after.watermark).toBe(before.watermark);
+    expect(after.nextPullAt).toBe(clock.now());
+    await hanging.shutdown();
+  });
+
+  it('pause stops pulling; backfill reads history again and re-scores only changed traces', async () => {
+    const t = fake.add(1, T0 - 50 * MIN);
+    await applySource({ backfill: { since: '0' } });
+    await app.sources.pause(OPEN_PRINCIPAL, undefined, 'prod-mlflow');
+    await manager.tick();
+    expect(fake.fetched).toEqual([]);
+    expect((await app.sources.get(OPEN_PRINCIPAL, undefined, 'prod-mlflow')).status).toMatchObject({
+      phase: 'paused',
+    });
+    await app.sources.resume(OPEN_PRINCIPAL, undefined, 'prod-mlflow');
+    await manager.tick();
+    expect(fake.fetched).toEqual([]);
+
+    await app.sources.backfill(
+      OPEN_PRINCIPAL,
+      undefined,
+      'prod-mlflow',
+      new Date(T0 - 60 * MIN).toISOString(),
+    );
+    await manager.tick();
+    expect(fake.fetched).toEqual([t.storeId]);
+    const depth = (await app.store.work.stats()).depth;
+    await app.sources.backfill(
+      OPEN_PRINCIPAL,
+      undefined,
+      'prod-mlflow',
+      new Date(T0 - 60 * MIN).toISOString(),
+    );
+    t.resource = { 'mlflow.tag.team': 'search', 'touchstone.label.reviewed': 'yes' };
+    await manager.tick();
+    expect(fake.fetched).toEqual([t.storeId, t.storeId]);
+    // A label tag changed the record (its labels), so its digest changed: queued again.
+    expect((await app.store.work.stats()).depth).toBe(depth + 1);
+  });
+
+  it('writes scores back once per value, updating the same remote score when it changes', async () => {
+    await app.policies.apply(OPEN_PRINCIPAL, {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'tools' },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+    });
+    const t = fake.add(1, T0 - 10 * MIN, { fail: true });
+    await applySource({ writeBack: { enabled: true }, policies: ['tools'] });
+    await manager.tick();
+    await app.engine.tick();
+    await writer.tick();
+    expect(
+      fake.written.map((w) => [w.metric, w.policy, w.score.value, w.judge, w.remoteId]),
+    ).toEqual([['tool-errors', 'tools', 1, false, undefined]]);
+    expect((await state()).scored).toBe(1);
+
+    // Rescored with the same value: nothing is written.
+    await app.policies.rescore(
+      OPEN_PRINCIPAL,
+      undefined,
+      'tools',
+      new Date(T0 - 60 * MIN).toISOString(),
+    );
+    await app.engine.tick();
+    await writer.tick();
+    expect(fake.written).toHaveLength(1);
+
+    // The tool call is retried successfully in the store: the trace changes, is pulled and scored
+    // again, and the same remote assessment is updated.
+    const tool = t.spans[1] as unknown as { status: { code: number; message: string } };
+    tool.status = { code: 0, message: '' };
+    t.endMs = (t.endMs ?? 0) + 1;
+    clock.advance(31_000);
+    await manager.tick();
+    await app.engine.tick();
+    await writer.tick();
+    expect(fake.written.map((w) => [w.metric, w.score.value, w.remoteId])).toEqual([
+      ['tool-errors', 1, undefined],
+      ['tool-errors', 0, 'a-1'],
+    ]);
+    expect((await state()).scored).toBe(2);
+  });
+
+  it('a source naming a missing policy is NotFound; azureml and mixed databricks locations are refused', async () => {
+    await expect(applySource({ policies: ['nope'] })).rejects.toMatchObject({
+      code: 'SOURCE_POLICY_NOT_FOUND',
+    });
+    await expect(applySource({ variant: 'azureml' })).rejects.toMatchObject({
+      code: 'SOURCE_VARIANT_REFUSED',
+    });
+    await expect(
+      applySource({
+        variant: 'databricks',
+        endpoint: 'https://example.cloud.databricks.com',
+        locations: ['123', 'main.agents'],
+      }),
+    ).rejects.toMatchObject({ code: 'SOURCE_LOCATIONS_MIXED' });
+    await expect(applySource({ endpoint: 'http://10.0.0.5:5000' })).rejects.toMatchObject({
+      code: 'SOURCE_ENDPOINT_REFUSED',
+    });
+  });
+});

@@ -1,0 +1,347 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { type Clock, isTouchstoneError, type NormalizedTrace, type Span } from '../core/index.js';
+import type { PulledTrace } from '../ingest/index.js';
+import type { SourceRecord, SourceState, SourceTrace, Store } from '../store/index.js';
+import type { TraceHeader, TraceStoreConnector } from './connector.js';
+import { type ParsedSource, parseSource } from './resource.js';
+
+/**
+ * The source manager: the same pull loop for every store. For each source whose lease it holds
+ * (two minutes, renewed per page), a pull reads the traces that started since the watermark —
+ * which trails real time by `maxTraceDuration`, so late-ending traces are read again — page by
+ * page in start order; skips traces whose store version it already stored; defers traces the
+ * store reports running (scored as they are after `maxInProgressAge`); stores each changed trace
+ * (and queues it for scoring) in one transaction before the watermark may pass it; and commits the
+ * watermark after every page, so a long backfill resumes where it stopped. Pulls are capped in
+ * records per second and in time (90 s); failures back off, honouring Retry-After.
+ */
+
+export interface SourceObserver {
+  onPulled(project: string, source: string, traces: number): void;
+  onSkipped(project: string, source: string, reason: 'missing' | 'unchanged'): void;
+  onPullFailed(project: string, source: string): void;
+}
+
+export interface SourceManagerOptions {
+  /** How often due sources are looked for. */
+  tickMs: number;
+  leaseMs: number;
+  /** Time budget of one pull. */
+  pullBudgetMs: number;
+  /** `sources.max_records_per_second`, unless the source sets `poll.maxRecordsPerSecond`. */
+  maxRecordsPerSecond: number;
+  pageSize: number;
+}
+
+export const DEFAULT_MANAGER_OPTIONS: SourceManagerOptions = {
+  tickMs: 1000,
+  leaseMs: 120_000,
+  pullBudgetMs: 90_000,
+  maxRecordsPerSecond: 200,
+  pageSize: 100,
+};
+
+export interface SourceManagerDeps {
+  store: Store;
+  clock: Clock;
+  /** Builds the connector of a source (its credential resolved at each call). */
+  connector(
+    source: ParsedSource,
+    project: string,
+  ): Promise<TraceStoreConnector> | TraceStoreConnector;
+  /** Stores a pulled trace (redaction, normalization, work item); true when its content changed. */
+  write(trace: PulledTrace, adjust?: (n: NormalizedTrace) => NormalizedTrace): Promise<boolean>;
+  /** The source's overrides applied to a normalized trace (identity when it has none). */
+  overrides?(source: ParsedSource): ((n: NormalizedTrace) => NormalizedTrace) | undefined;
+  observer?: SourceObserver;
+  logger?: { warn(obj: object, msg: string): void };
+  options?: Partial<SourceManagerOptions>;
+  /** Waits between pages for the rate cap; injectable for tests. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+const MAX_BACKOFF_MS = 5 * 60_000;
+const BASE_BACKOFF_MS = 5_000;
+
+/** A safe, short text for a failure (TouchstoneErrors carry safe messages; others may not). */
+function failureText(err: unknown): string {
+  if (isTouchstoneError(err)) return `${err.code}: ${err.message}`.slice(0, 500);
+  return `pull failed (${err instanceof Error ? err.name : typeof err}); see the server log`;
+}
+
+function retryAfterMs(err: unknown): number | undefined {
+  if (!isTouchstoneError(err) || err.retryAfterSeconds === undefined) return undefined;
+  return err.retryAfterSeconds * 1000;
+}
+
+/** What identifies a version of a trace in the store's listing: end, state and trace-level attributes. */
+export function headerVersion(h: TraceHeader): string {
+  return createHash('sha256')
+    .update(JSON.stringify([h.endMs ?? null, h.inProgress, h.resource]))
+    .digest('base64url')
+    .slice(0, 22);
+}
+
+/** The store's trace-level attributes go on every span's resource (tags, metadata). */
+function withResource(spans: Span[], resource: TraceHeader['resource']): Span[] {
+  if (Object.keys(resource).length === 0) return spans;
+  return spans.map((s) => ({ ...s, resource: { ...s.resource, ...resource } }));
+}
+
+const realSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+export class SourceManager {
+  private readonly options: SourceManagerOptions;
+  private readonly holder = `sources-${randomBytes(6).toString('hex')}`;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly stop = new AbortController();
+
+  constructor(private readonly deps: SourceManagerDeps) {
+    this.options = { ...DEFAULT_MANAGER_OPTIONS, ...deps.options };
+  }
+
+  start(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    this.timer = setInterval(() => this.wake(), this.options.tickMs);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Looks for due sources now (a source changed); nothing before `start()` (tests drive `tick()`). */
+  wake(): void {
+    if (this.stopped || this.timer === undefined) return;
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.running = this.tick()
+      .catch((err: unknown) => this.deps.logger?.warn({ err }, 'source manager pass failed'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Stops pulling (a pull in progress stops after its current page) and gives leases up. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    this.stop.abort();
+    await this.running;
+  }
+
+  /** Pulls every due source whose lease this replica can take. */
+  async tick(): Promise<void> {
+    const sources = await this.deps.store.sources.listAll();
+    for (const record of sources) {
+      if (this.stopped) return;
+      if (record.paused) continue;
+      const state = await this.deps.store.sources.getState(record.project, record.name);
+      if (state === undefined || state.nextPullAt > this.deps.clock.now()) continue;
+      const lease = `source/${record.project}/${record.name}`;
+      if (!(await this.deps.store.leases.acquire(lease, this.holder, this.options.leaseMs)))
+        continue;
+      try {
+        await this.pull(record, state, lease);
+      } finally {
+        await this.deps.store.leases.release(lease, this.holder).catch(() => undefined);
+      }
+    }
+  }
+
+  /** One pull of one source: pages until the store has no more, the budget ends, or it fails. */
+  async pull(record: SourceRecord, initial: SourceState, lease: string): Promise<void> {
+    const { store, clock } = this.deps;
+    const source = parseSource(record.resource);
+    const { spec } = source;
+    const project = record.project;
+    const started = clock.now();
+    const budget = AbortSignal.any([
+      this.stop.signal,
+      AbortSignal.timeout(this.options.pullBudgetMs),
+    ]);
+    const rate = spec.poll.maxRecordsPerSecond ?? this.options.maxRecordsPerSecond;
+    const sleep = this.deps.sleep ?? realSleep;
+    const adjust = this.deps.overrides?.(source);
+    let state = { ...initial };
+    const from = state.watermark;
+    const to = started;
+    let handled = 0;
+    let minDeferred = Number.POSITIVE_INFINITY;
+    let pageToken: string | undefined;
+    try {
+      const connector = await this.deps.connector(source, project);
+      for (;;) {
+        const page = await connector.list({
+          fromMs: from,
+          toMs: to,
+          pageSize: this.options.pageSize,
+          ...(pageToken === undefined ? {} : { pageToken }),
+          signal: budget,
+        });
+        // A store may answer with traces outside the window; those started before it are not ours.
+        const headers = page.traces.filter((h) => h.startMs >= from && h.startMs < to);
+        const known = new Map(
+          (
+            await store.sources.traces(
+              project,
+              record.name,
+              headers.map((h) => h.storeId),
+            )
+          ).map((t) => [t.storeId, t]),
+        );
+        const now = clock.now();
+        const saves: SourceTrace[] = [];
+        const fetchList: TraceHeader[] = [];
+        for (const h of headers) {
+          const seen = known.get(h.storeId);
+          const base = {
+            project,
+            source: record.name,
+            storeId: h.storeId,
+            traceId: h.traceId,
+            startMs: h.startMs,
+          };
+          if (h.inProgress) {
+            const since = seen?.deferredSince ?? now;
+            if (now - since < spec.maxInProgressAge) {
+              minDeferred = Math.min(minDeferred, h.startMs);
+              if (seen?.deferredSince === undefined)
+                saves.push({ ...base, version: seen?.version ?? '', deferredSince: since });
+              continue;
+            }
+          }
+          const version = headerVersion(h);
+          if (seen !== undefined && seen.version === version && seen.deferredSince === undefined) {
+            this.deps.observer?.onSkipped(project, record.name, 'unchanged');
+            continue;
+          }
+          fetchList.push(h);
+        }
+        const fetched =
+          fetchList.length === 0 ? new Map() : await connector.fetch(fetchList, budget);
+        for (const h of fetchList) {
+          const base = {
+            project,
+            source: record.name,
+            storeId: h.storeId,
+            traceId: h.traceId,
+            startMs: h.startMs,
+          };
+          const got = fetched.get(h.storeId);
+          if (got === undefined || 'missing' in got) {
+            // Skipped with its reason; marked so it is not fetched again until the store changes it.
+            this.deps.observer?.onSkipped(project, record.name, 'missing');
+            this.deps.logger?.warn(
+              {
+                source: record.name,
+                project,
+                storeId: h.storeId,
+                reason: got?.missing ?? 'not returned',
+              },
+              'pulled trace skipped',
+            );
+            saves.push({ ...base, version: `missing:${headerVersion(h)}` });
+            continue;
+          }
+          await this.deps.write(
+            {
+              project,
+              traceId: h.traceId,
+              source: record.name,
+              labels: spec.traceLabels,
+              spans: withResource(got.spans, h.resource),
+            },
+            adjust,
+          );
+          handled++;
+          saves.push({ ...base, version: headerVersion(h) });
+        }
+        if (saves.length > 0) await store.sources.saveTraces(saves);
+        if (handled > 0) this.deps.observer?.onPulled(project, record.name, fetchList.length);
+        // Per-page commit: every trace that started before the last one listed is handled (the
+        // listing is in start order; equal starts are read again next time and skipped).
+        const last = headers.at(-1);
+        if (last !== undefined) {
+          const mark = Math.min(last.startMs, minDeferred, clock.now() - spec.maxTraceDuration);
+          state = { ...state, watermark: Math.max(state.watermark, mark) };
+        }
+        const pulledNow = fetchList.length;
+        state = await this.saveProgress(state, pulledNow, record.name);
+        if (!(await store.leases.acquire(lease, this.holder, this.options.leaseMs))) return;
+        pageToken = page.nextPageToken;
+        if (pageToken === undefined) break;
+        if (budget.aborted) throw budget.reason;
+        const elapsed = Math.max(1, clock.now() - started);
+        const ahead = (handled / rate) * 1000 - elapsed;
+        if (ahead > 0) await sleep(ahead, budget);
+      }
+      const end = clock.now();
+      const watermark = Math.max(
+        state.watermark,
+        Math.min(minDeferred, to - spec.maxTraceDuration),
+      );
+      const { lastError: _cleared, ...ok } = state;
+      await store.sources.saveState({
+        ...ok,
+        watermark,
+        phase: watermark < state.backfillUntil ? 'backfilling' : 'tailing',
+        lastCompleteStartAt: started,
+        lastPullAt: end,
+        nextPullAt: started + spec.poll.interval,
+        failures: 0,
+        recordsPerSecond: handled / Math.max(0.001, (end - started) / 1000),
+      });
+    } catch (err) {
+      const now = clock.now();
+      const timedOut = budget.aborted && !this.stop.signal.aborted;
+      if (this.stop.signal.aborted) return;
+      this.deps.observer?.onPullFailed(project, record.name);
+      const failures = state.failures + 1;
+      const wait =
+        retryAfterMs(err) ?? Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** (failures - 1));
+      const { lastError: _drop, ...rest } = state;
+      await store.sources.saveState({
+        ...rest,
+        phase: timedOut ? state.phase : 'error',
+        lastError: timedOut
+          ? `the pull did not finish within ${this.options.pullBudgetMs / 1000} s; it continues from its watermark (narrow the window or raise poll.maxRecordsPerSecond)`
+          : failureText(err),
+        lastPullAt: now,
+        failures: timedOut ? state.failures : failures,
+        nextPullAt: timedOut ? now : now + wait,
+      });
+      if (!timedOut)
+        this.deps.logger?.warn(
+          { err, project, source: record.name },
+          'source pull failed; backing off',
+        );
+    }
+  }
+
+  private async saveProgress(
+    state: SourceState,
+    pulled: number,
+    name: string,
+  ): Promise<SourceState> {
+    const { store } = this.deps;
+    await store.sources.saveState(state);
+    if (pulled > 0)
+      await store.sources.count(state.project, name, 'pulled', pulled, this.deps.clock.now());
+    return state;
+  }
+}

@@ -1,0 +1,333 @@
+import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
+import { type Clock, isTouchstoneError } from '../core/index.js';
+import type { OutboundGuard } from '../net/index.js';
+import type { Page, PageRequest, SourceRecord, SourceState, Store } from '../store/index.js';
+import { SourceErrors } from './error-codes.js';
+import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
+
+/** What the service needs of credential grants (src/net's resolver fits it). */
+export interface GrantCheck {
+  /** Throws a TouchstoneError naming the credential (never its value) when it is not granted. */
+  check(ref: { env: string } | { file: string }, project: string, host: string): void;
+}
+
+export interface SourceServiceDeps {
+  store: Store;
+  clock: Clock;
+  /** The sources' outbound guard (https, `sources.allow_hosts`): DNS-free checks at apply. */
+  guard: Pick<OutboundGuard, 'checkTarget'>;
+  grants: GrantCheck;
+  /** Connectors this build can pull from; others are refused as not supported yet. */
+  supported(connector: string, variant: string | undefined): boolean;
+  logger: AuditLogger;
+  /** A source changed (applied, paused, resumed, backfilled): the manager looks at once. */
+  onChange?: () => void;
+}
+
+export type SourceView = Record<string, unknown>;
+
+/** The status a source shows (get; the list view's columns come from it). */
+export interface SourceStatus {
+  phase: 'backfilling' | 'tailing' | 'paused' | 'error';
+  /** Seconds since the last complete pull began; null before the first one. */
+  lagSeconds: number | null;
+  recordsPerSecond: number;
+  /** RFC 3339: every trace that started before it is handled. */
+  watermark: string;
+  /** Traces the store still reports running. */
+  deferred: number;
+  lastError?: string;
+  lastWriteBack?: string;
+  pulled: number;
+  scored: number;
+}
+
+const DEFERRED_COUNT_CAP = 10_000;
+
+/**
+ * The TraceSource resource's operations (REST and CLI). A source's pull state lives beside it in
+ * the database, written by whichever replica holds the source's lease.
+ */
+export class SourceService {
+  constructor(private readonly deps: SourceServiceDeps) {}
+
+  /** Checks everything (shape, rules, endpoint, grant, policies) and, unless `validateOnly`, stores it. */
+  async apply(
+    caller: Principal,
+    input: unknown,
+    options: { project?: string; validateOnly?: boolean } = {},
+  ): Promise<SourceView & { created?: boolean }> {
+    const source = parseSource(input);
+    const requested = source.project ?? options.project;
+    const check = async () => {
+      const project = authorize(caller, 'sources.write', requested);
+      await this.checkSource(source, project);
+      return project;
+    };
+    if (options.validateOnly === true) {
+      const project = await check();
+      const existing = await this.deps.store.sources.get(project, source.name);
+      const now = new Date(this.deps.clock.now()).toISOString();
+      return sourceView({
+        project,
+        name: source.name,
+        resource: sourceResource(source, project),
+        generation: existing?.generation ?? 0,
+        paused: existing?.paused ?? false,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+      });
+    }
+    return audited(
+      this.deps.logger,
+      caller,
+      'sources.apply',
+      requested,
+      { source: source.name },
+      async () => {
+        const project = await check();
+        const now = this.deps.clock.now();
+        const out = await this.deps.store.withTransaction(async (tx) => {
+          const stored = await tx.sources.upsert(
+            project,
+            source.name,
+            sourceResource(source, project),
+            now,
+          );
+          // A new source starts its watermark at its backfill horizon; a replaced one keeps its own
+          // (use :backfill to read history again).
+          if ((await tx.sources.getState(project, source.name)) === undefined) {
+            const since = source.spec.backfill?.since ?? 0;
+            await tx.sources.saveState(
+              initialState(project, source.name, now, since, source.spec.maxTraceDuration),
+            );
+          }
+          return stored;
+        });
+        this.deps.onChange?.();
+        return { ...(await this.view(out.source)), created: out.created };
+      },
+    );
+  }
+
+  async list(
+    caller: Principal,
+    project: string | undefined,
+    page: PageRequest,
+  ): Promise<Page<SourceView>> {
+    const p = authorize(caller, 'sources.read', project);
+    const result = await this.deps.store.sources.list(p, page);
+    const items: SourceView[] = [];
+    for (const s of result.items) items.push(await this.view(s));
+    return { ...result, items };
+  }
+
+  async get(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
+    return this.view(await this.find(caller, 'sources.read', project, name));
+  }
+
+  /** Deletes the source; the traces it pulled, their results and the write-back ledger stay. */
+  async delete(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
+    return audited(
+      this.deps.logger,
+      caller,
+      'sources.delete',
+      project,
+      { source: name },
+      async () => {
+        const source = await this.find(caller, 'sources.write', project, name);
+        const view = await this.view(source);
+        await this.deps.store.sources.delete(source.project, name);
+        this.deps.onChange?.();
+        return view;
+      },
+    );
+  }
+
+  async pause(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
+    return this.setPaused(caller, project, name, true);
+  }
+
+  async resume(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
+    return this.setPaused(caller, project, name, false);
+  }
+
+  /**
+   * Reads history again from `since`: the watermark moves back (never forward) and the source
+   * backfills up to now; only traces whose content changed are scored again.
+   */
+  async backfill(
+    caller: Principal,
+    project: string | undefined,
+    name: string,
+    since: string,
+  ): Promise<SourceView> {
+    const sinceMs = Date.parse(since);
+    if (!/^\d{4}-\d\d-\d\dT/.test(since) || Number.isNaN(sinceMs)) {
+      throw SourceErrors.SOURCE_INVALID('`since` is not an RFC 3339 time', {
+        details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
+      });
+    }
+    return audited(
+      this.deps.logger,
+      caller,
+      'sources.backfill',
+      project,
+      { source: name },
+      async () => {
+        const source = await this.find(caller, 'sources.write', project, name);
+        const now = this.deps.clock.now();
+        await this.deps.store.withTransaction(async (tx) => {
+          const state = await tx.sources.getState(source.project, name);
+          const base = state ?? initialState(source.project, name, now, 0, 0);
+          await tx.sources.saveState({
+            ...base,
+            watermark: Math.min(base.watermark, sinceMs),
+            backfillUntil: now,
+            phase: 'backfilling',
+            nextPullAt: now,
+          });
+        });
+        this.deps.onChange?.();
+        return this.view(source);
+      },
+    );
+  }
+
+  private async setPaused(
+    caller: Principal,
+    project: string | undefined,
+    name: string,
+    paused: boolean,
+  ) {
+    return audited(
+      this.deps.logger,
+      caller,
+      paused ? 'sources.pause' : 'sources.resume',
+      project,
+      { source: name },
+      async () => {
+        const source = await this.find(caller, 'sources.write', project, name);
+        await this.deps.store.sources.setPaused(
+          source.project,
+          name,
+          paused,
+          this.deps.clock.now(),
+        );
+        this.deps.onChange?.();
+        return this.get(caller, source.project, name);
+      },
+    );
+  }
+
+  private async checkSource(source: ParsedSource, project: string): Promise<void> {
+    const { spec } = source;
+    if (!this.deps.supported(spec.connector, spec.variant)) {
+      const what =
+        spec.variant === undefined ? `connector "${spec.connector}"` : `variant "${spec.variant}"`;
+      throw SourceErrors.SOURCE_NOT_SUPPORTED_YET(
+        `${what} is valid but not supported by this version yet`,
+        {
+          details: [
+            {
+              path: spec.variant === undefined ? 'spec.connector' : 'spec.variant',
+              message: 'not supported yet',
+            },
+          ],
+        },
+      );
+    }
+    const url = new URL(spec.endpoint);
+    try {
+      await this.deps.guard.checkTarget(url);
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      throw SourceErrors.SOURCE_ENDPOINT_REFUSED(err.message, {
+        details: [{ path: 'spec.endpoint', message: err.message }],
+      });
+    }
+    if (spec.credentials !== undefined)
+      this.deps.grants.check(spec.credentials, project, url.hostname);
+    for (const [i, policy] of spec.policies.entries()) {
+      if ((await this.deps.store.policies.get(project, policy)) === undefined) {
+        throw SourceErrors.SOURCE_POLICY_NOT_FOUND(
+          `no policy "${policy}" in project "${project}"`,
+          {
+            details: [{ path: `spec.policies[${i}]`, message: `apply policy "${policy}" first` }],
+          },
+        );
+      }
+    }
+  }
+
+  /** The resource with its status. */
+  async view(record: SourceRecord): Promise<SourceView> {
+    const state = await this.deps.store.sources.getState(record.project, record.name);
+    const deferred =
+      state === undefined
+        ? 0
+        : (await this.deps.store.sources.deferred(record.project, record.name, DEFERRED_COUNT_CAP))
+            .length;
+    return sourceView(record, { ...status(record, state, deferred, this.deps.clock.now()) });
+  }
+
+  private async find(
+    caller: Principal,
+    permission: 'sources.read' | 'sources.write',
+    project: string | undefined,
+    name: string,
+  ): Promise<SourceRecord> {
+    const p = authorize(caller, permission, project);
+    const source = await this.deps.store.sources.get(p, name);
+    if (source === undefined)
+      throw SourceErrors.SOURCE_NOT_FOUND(`no source "${name}" in project "${p}"`);
+    return source;
+  }
+}
+
+/** A new source's state: watermark at its backfill horizon, due at once. */
+export function initialState(
+  project: string,
+  name: string,
+  now: number,
+  backfillMs: number,
+  maxTraceDurationMs: number,
+): SourceState {
+  return {
+    project,
+    name,
+    watermark: now - backfillMs,
+    backfillUntil: backfillMs > 0 ? now - maxTraceDurationMs : now - backfillMs,
+    phase: backfillMs > 0 ? 'backfilling' : 'tailing',
+    nextPullAt: now,
+    failures: 0,
+    pulled: 0,
+    scored: 0,
+    recordsPerSecond: 0,
+  };
+}
+
+export function status(
+  record: SourceRecord,
+  state: SourceState | undefined,
+  deferred: number,
+  now: number,
+): SourceStatus {
+  const phase = record.paused ? 'paused' : (state?.phase ?? 'backfilling');
+  return {
+    phase,
+    lagSeconds:
+      state?.lastCompleteStartAt === undefined
+        ? null
+        : Math.max(0, Math.round((now - state.lastCompleteStartAt) / 1000)),
+    recordsPerSecond: state?.recordsPerSecond ?? 0,
+    watermark: new Date(state?.watermark ?? now).toISOString(),
+    deferred,
+    ...(state?.lastError === undefined ? {} : { lastError: state.lastError }),
+    ...(state?.lastWriteBackAt === undefined
+      ? {}
+      : { lastWriteBack: new Date(state.lastWriteBackAt).toISOString() }),
+    pulled: state?.pulled ?? 0,
+    scored: state?.scored ?? 0,
+  };
+}

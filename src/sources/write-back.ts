@@ -1,0 +1,261 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Clock, Score } from '../core/index.js';
+import type { ResultSink, StoredResults } from '../policies/index.js';
+import type { Store, StoreTransaction, WriteBack } from '../store/index.js';
+import type { TraceStoreConnector } from './connector.js';
+import { type ParsedSource, parseSource } from './resource.js';
+
+/**
+ * Write-back: scores of pulled traces go back onto the same traces in their store. Rows are
+ * queued in the transaction that stores the results (ResultSink), then sent by the writer with
+ * retries; a ledger keyed (source, trace, policy, metric) keeps the remote id and the digest of
+ * the value written, so an unchanged score is not written again and a changed one updates the
+ * same remote score. Rows are never dropped for pressure: they wait in the database.
+ */
+
+/** How long a source's parsed resource is reused before it is read again. */
+const CACHE_MS = 1_000;
+
+/** Reads sources for the engine: which policies may score a source's traces, and write-back. */
+export class SourceDirectory {
+  private cache = new Map<string, ParsedSource | null>();
+  private readAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+
+  async get(project: string, name: string): Promise<ParsedSource | undefined> {
+    const now = this.deps.clock.now();
+    if (now - this.readAt > CACHE_MS) {
+      this.cache.clear();
+      this.readAt = now;
+    }
+    const key = `${project}\u0000${name}`;
+    if (!this.cache.has(key)) {
+      const record = await this.deps.store.sources.get(project, name);
+      let parsed: ParsedSource | null = null;
+      try {
+        parsed = record === undefined ? null : parseSource(record.resource);
+      } catch {
+        parsed = null;
+      }
+      this.cache.set(key, parsed);
+    }
+    return this.cache.get(key) ?? undefined;
+  }
+
+  invalidate(): void {
+    this.readAt = Number.NEGATIVE_INFINITY;
+  }
+}
+
+/** The engine's sink for pulled traces: `spec.policies` and write-back rows. */
+export class SourceResultSink implements ResultSink {
+  constructor(private readonly deps: { directory: SourceDirectory; clock: Clock }) {}
+
+  async allowedPolicies(project: string, source: string): Promise<ReadonlySet<string> | undefined> {
+    const parsed = await this.deps.directory.get(project, source);
+    if (parsed === undefined || parsed.spec.policies.length === 0) return undefined;
+    return new Set(parsed.spec.policies);
+  }
+
+  async onStored(tx: StoreTransaction, stored: StoredResults): Promise<void> {
+    const { trace } = stored;
+    if (trace.source === '') return;
+    const parsed = await this.deps.directory.get(trace.project, trace.source);
+    if (parsed === undefined || !parsed.spec.writeBack.enabled) return;
+    const storeId = await tx.sources.storeIdOf(trace.project, trace.source, trace.traceId);
+    if (storeId === undefined) return;
+    const now = this.deps.clock.now();
+    const rows = stored.results.flatMap((r) =>
+      r.outcome !== 'OUTCOME_SCORED'
+        ? []
+        : r.scores.map((score) => ({
+            project: trace.project,
+            source: trace.source,
+            storeId,
+            traceId: trace.traceId,
+            policy: stored.policy,
+            metric: score.name,
+            score: JSON.stringify(score),
+            judge: stored.judged.has(r.evaluator),
+            createdAt: now,
+          })),
+    );
+    if (rows.length > 0) await tx.sources.enqueueWriteBacks(rows, now);
+  }
+}
+
+export interface WriteBackObserver {
+  onWritten(
+    project: string,
+    source: string,
+    outcome: 'created' | 'updated' | 'unchanged' | 'failed',
+  ): void;
+}
+
+export interface WriteBackWriterDeps {
+  store: Store;
+  clock: Clock;
+  directory: SourceDirectory;
+  connector(
+    source: ParsedSource,
+    project: string,
+  ): Promise<TraceStoreConnector> | TraceStoreConnector;
+  observer?: WriteBackObserver;
+  logger?: { warn(obj: object, msg: string): void };
+  batchSize?: number;
+  visibilityMs?: number;
+  pollMs?: number;
+}
+
+const MAX_BACKOFF_MS = 60 * 60_000;
+
+function valueDigest(score: Score): string {
+  const { name: _n, ...value } = score;
+  return createHash('sha256').update(JSON.stringify(value)).digest('base64url');
+}
+
+/** Sends queued write-backs, one batch per source, from every replica (claims are exclusive). */
+export class WriteBackWriter {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly deps: WriteBackWriterDeps) {}
+
+  start(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1000);
+    this.timer.unref();
+  }
+
+  wake(): void {
+    if (this.stopped || this.running !== undefined) return;
+    this.running = this.tick()
+      .then(() => undefined)
+      .catch((err: unknown) => this.deps.logger?.warn({ err }, 'write-back pass failed'))
+      .finally(() => {
+        this.running = undefined;
+      });
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** Sends every visible write-back; returns how many were settled (written or unchanged). */
+  async tick(): Promise<number> {
+    const { store, clock } = this.deps;
+    let settled = 0;
+    for (;;) {
+      if (this.stopped) return settled;
+      const now = clock.now();
+      const claim = randomBytes(9).toString('base64url');
+      const rows = await store.sources.claimWriteBacks(
+        now,
+        this.deps.batchSize ?? 50,
+        now + (this.deps.visibilityMs ?? 60_000),
+        claim,
+      );
+      if (rows.length === 0) return settled;
+      const bySource = new Map<string, WriteBack[]>();
+      for (const r of rows) {
+        const key = `${r.project}\u0000${r.source}`;
+        bySource.set(key, [...(bySource.get(key) ?? []), r]);
+      }
+      for (const group of bySource.values()) settled += await this.send(group);
+    }
+  }
+
+  private async send(rows: WriteBack[]): Promise<number> {
+    const { store, clock, observer } = this.deps;
+    const first = rows[0] as WriteBack;
+    const source = await this.deps.directory.get(first.project, first.source);
+    if (source === undefined || !source.spec.writeBack.enabled) {
+      // The source was deleted or stopped writing back: nothing is owed any more.
+      for (const r of rows) await store.sources.finishWriteBack(r.id, r.claim);
+      return rows.length;
+    }
+    const pending: { row: WriteBack; score: Score; digest: string; remoteId?: string }[] = [];
+    let settled = 0;
+    for (const row of rows) {
+      const score = JSON.parse(row.score) as Score;
+      const digest = valueDigest(score);
+      const ledger = await store.sources.ledger(
+        row.project,
+        row.source,
+        row.traceId,
+        row.policy,
+        row.metric,
+      );
+      if (ledger !== undefined && ledger.valueDigest === digest) {
+        await store.sources.finishWriteBack(row.id, row.claim);
+        observer?.onWritten(row.project, row.source, 'unchanged');
+        settled++;
+        continue;
+      }
+      pending.push({
+        row,
+        score,
+        digest,
+        ...(ledger === undefined ? {} : { remoteId: ledger.remoteId }),
+      });
+    }
+    if (pending.length === 0) return settled;
+    let outcomes: Awaited<ReturnType<TraceStoreConnector['writeBack']>>;
+    try {
+      const connector = await this.deps.connector(source, first.project);
+      outcomes = await connector.writeBack(
+        pending.map((p) => ({
+          storeId: p.row.storeId,
+          traceId: p.row.traceId,
+          policy: p.row.policy,
+          metric: p.row.metric,
+          score: p.score,
+          judge: p.row.judge,
+          ...(p.remoteId === undefined ? {} : { remoteId: p.remoteId }),
+        })),
+      );
+    } catch (err) {
+      this.deps.logger?.warn({ err, source: first.source }, 'write-back failed; retrying');
+      outcomes = pending.map(() => ({
+        status: 'failed',
+        error: 'write-back failed',
+        retryable: true,
+      }));
+    }
+    for (const [i, p] of pending.entries()) {
+      const outcome = outcomes[i] ?? { status: 'failed', error: 'no outcome', retryable: true };
+      const now = clock.now();
+      if (outcome.status === 'failed') {
+        const wait =
+          outcome.retryAfterSeconds !== undefined
+            ? outcome.retryAfterSeconds * 1000
+            : Math.min(MAX_BACKOFF_MS, 5_000 * 2 ** Math.max(0, p.row.attempts - 1));
+        await store.sources.retryWriteBack(p.row.id, p.row.claim, now + wait);
+        observer?.onWritten(p.row.project, p.row.source, 'failed');
+        continue;
+      }
+      await store.withTransaction(async (tx) => {
+        await tx.sources.saveLedger({
+          project: p.row.project,
+          source: p.row.source,
+          traceId: p.row.traceId,
+          policy: p.row.policy,
+          metric: p.row.metric,
+          remoteId: outcome.remoteId,
+          valueDigest: p.digest,
+        });
+        if (await tx.sources.finishWriteBack(p.row.id, p.row.claim)) {
+          await tx.sources.count(p.row.project, p.row.source, 'scored', 1, now);
+        }
+      });
+      observer?.onWritten(p.row.project, p.row.source, outcome.status);
+      settled++;
+    }
+    return settled;
+  }
+}

@@ -1,0 +1,548 @@
+import { randomBytes } from 'node:crypto';
+import { CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import { CoreErrors } from '../core/index.js';
+import { canonicalJson, toIso } from './columns.js';
+import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
+import type {
+  LedgerEntry,
+  NewWriteBack,
+  Page,
+  PageRequest,
+  SourceRecord,
+  SourceState,
+  SourceStore,
+  SourceTrace,
+  StoreDialect,
+  WriteBack,
+} from './ports.js';
+import type {
+  Database,
+  SourceStatesTable,
+  SourcesTable,
+  SourceTracesTable,
+  WriteBacksTable,
+} from './schema.js';
+
+/**
+ * Rows (or ids) per statement: SQLite binds at most 32766 parameters per statement, PostgreSQL
+ * 65535; 500 rows of the widest table (13 columns) stay well below both.
+ */
+const CHUNK = 500;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+function fromRow(row: Selectable<SourcesTable>): SourceRecord {
+  return {
+    project: row.project,
+    name: row.name,
+    resource: JSON.parse(row.resource) as Record<string, unknown>,
+    generation: row.generation,
+    paused: row.paused === 1,
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+/** The part of SourceState kept as JSON: everything but its key and the counter columns. */
+type StateJson = Omit<SourceState, 'project' | 'name' | 'pulled' | 'scored' | 'lastWriteBackAt'>;
+
+function stateJson(state: SourceState): string {
+  const json: StateJson = {
+    watermark: state.watermark,
+    backfillUntil: state.backfillUntil,
+    phase: state.phase,
+    nextPullAt: state.nextPullAt,
+    failures: state.failures,
+    recordsPerSecond: state.recordsPerSecond,
+  };
+  if (state.lastError !== undefined) json.lastError = state.lastError;
+  if (state.lastCompleteStartAt !== undefined) {
+    json.lastCompleteStartAt = state.lastCompleteStartAt;
+  }
+  if (state.lastPullAt !== undefined) json.lastPullAt = state.lastPullAt;
+  return JSON.stringify(json);
+}
+
+function stateFromRow(row: Selectable<SourceStatesTable>): SourceState {
+  const json = JSON.parse(row.state) as StateJson;
+  const state: SourceState = {
+    project: row.project,
+    name: row.name,
+    watermark: json.watermark,
+    backfillUntil: json.backfillUntil,
+    phase: json.phase,
+    nextPullAt: json.nextPullAt,
+    failures: json.failures,
+    pulled: Number(row.pulled),
+    scored: Number(row.scored),
+    recordsPerSecond: json.recordsPerSecond,
+  };
+  if (json.lastError !== undefined) state.lastError = json.lastError;
+  if (json.lastCompleteStartAt !== undefined) state.lastCompleteStartAt = json.lastCompleteStartAt;
+  if (json.lastPullAt !== undefined) state.lastPullAt = json.lastPullAt;
+  if (row.last_write_back_at !== null) state.lastWriteBackAt = Number(row.last_write_back_at);
+  return state;
+}
+
+function traceFromRow(row: Selectable<SourceTracesTable>): SourceTrace {
+  const trace: SourceTrace = {
+    project: row.project,
+    source: row.source,
+    storeId: row.store_id,
+    traceId: row.trace_id,
+    startMs: Number(row.start_ms),
+    version: row.version,
+  };
+  if (row.deferred_since !== null) trace.deferredSince = Number(row.deferred_since);
+  return trace;
+}
+
+function writeBackFromRow(row: Selectable<WriteBacksTable>): WriteBack {
+  return {
+    id: row.id,
+    project: row.project,
+    source: row.source,
+    storeId: row.store_id,
+    traceId: row.trace_id,
+    policy: row.policy,
+    metric: row.metric,
+    score: row.score,
+    judge: row.judge === 1,
+    createdAt: Number(row.created_at),
+    attempts: row.attempts,
+    claim: row.claim,
+  };
+}
+
+export class KyselySourceStore implements SourceStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: StoreDialect,
+  ) {}
+
+  // --- Sources -------------------------------------------------------------------------------
+
+  async upsert(
+    project: string,
+    name: string,
+    resource: Record<string, unknown>,
+    now: number,
+  ): Promise<{ source: SourceRecord; created: boolean }> {
+    const text = canonicalJson(resource);
+    // Insert-if-absent, then update (as policies.ts): tells a create from a replace on both
+    // dialects. A delete between the two statements sends us round again.
+    for (;;) {
+      const inserted = await this.db
+        .insertInto('sources')
+        .values({
+          project,
+          name,
+          resource: text,
+          generation: 1,
+          paused: 0,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) => oc.columns(['project', 'name']).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted !== undefined) {
+        // A new source starts from scratch: drop a pull state left by a deleted namesake (one a
+        // lease holder saved while the source was being deleted).
+        await this.deleteState(project, name).execute();
+        return { source: fromRow(inserted), created: true };
+      }
+      const updated = await this.db
+        .updateTable('sources')
+        .set((eb) => ({
+          resource: text,
+          generation: eb
+            .case()
+            .when('resource', '=', text)
+            .then(eb.ref('generation'))
+            .else(eb('generation', '+', 1))
+            .end(),
+          updated_at: eb
+            .case()
+            .when('resource', '=', text)
+            .then(eb.ref('updated_at'))
+            .else(now)
+            .end(),
+        }))
+        .where('project', '=', project)
+        .where('name', '=', name)
+        .returningAll()
+        .executeTakeFirst();
+      if (updated !== undefined) return { source: fromRow(updated), created: false };
+    }
+  }
+
+  async get(project: string, name: string): Promise<SourceRecord | undefined> {
+    const row = await this.db
+      .selectFrom('sources')
+      .selectAll()
+      .where('project', '=', project)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    return row === undefined ? undefined : fromRow(row);
+  }
+
+  async list(project: string | undefined, page: PageRequest): Promise<Page<SourceRecord>> {
+    const limit = pageLimit(page);
+    const after = decodeProjectPageToken(page.pageToken);
+    let q = this.db
+      .selectFrom('sources')
+      .selectAll()
+      .orderBy('project')
+      .orderBy('name')
+      .limit(limit + 1);
+    if (project !== undefined) q = q.where('project', '=', project);
+    if (after !== undefined) {
+      q = q.where((eb) =>
+        eb(eb.refTuple('project', 'name'), '>', eb.tuple(after.project, after.id)),
+      );
+    }
+    const rows = await q.execute();
+    const items = rows.slice(0, limit);
+    const last = items.at(-1);
+    const out = items.map(fromRow);
+    if (rows.length <= limit || last === undefined) return { items: out };
+    return {
+      items: out,
+      nextPageToken: encodePageToken({ at: 0, id: last.name, project: last.project }),
+    };
+  }
+
+  async listAll(): Promise<SourceRecord[]> {
+    const rows = await this.db
+      .selectFrom('sources')
+      .selectAll()
+      .orderBy('project')
+      .orderBy('name')
+      .execute();
+    return rows.map(fromRow);
+  }
+
+  async delete(project: string, name: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('sources')
+      .where('project', '=', project)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    if (result.numDeletedRows === 0n) return false;
+    // The pull state (counters included) belongs to the source; its traces, queued write-backs
+    // and ledger stay (a source created again under this name skips and dedupes with them).
+    await this.deleteState(project, name).execute();
+    return true;
+  }
+
+  async setPaused(project: string, name: string, paused: boolean, now: number): Promise<boolean> {
+    const flag = paused ? 1 : 0;
+    const result = await this.db
+      .updateTable('sources')
+      .set((eb) => ({
+        paused: flag,
+        // Only a change moves updatedAt (pausing a paused source changes nothing).
+        updated_at: eb.case().when('paused', '=', flag).then(eb.ref('updated_at')).else(now).end(),
+      }))
+      .where('project', '=', project)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  // --- Pull state ----------------------------------------------------------------------------
+
+  private deleteState(project: string, name: string) {
+    return this.db
+      .deleteFrom('source_states')
+      .where('project', '=', project)
+      .where('name', '=', name);
+  }
+
+  async getState(project: string, name: string): Promise<SourceState | undefined> {
+    const row = await this.db
+      .selectFrom('source_states')
+      .selectAll()
+      .where('project', '=', project)
+      .where('name', '=', name)
+      .executeTakeFirst();
+    return row === undefined ? undefined : stateFromRow(row);
+  }
+
+  async saveState(state: SourceState): Promise<void> {
+    // The first save seeds the counters from `state`; later ones replace the JSON only, so
+    // increments by other writers (`count`) are never lost.
+    await this.db
+      .insertInto('source_states')
+      .values({
+        project: state.project,
+        name: state.name,
+        state: stateJson(state),
+        pulled: state.pulled,
+        scored: state.scored,
+        last_write_back_at: state.lastWriteBackAt ?? null,
+      })
+      .onConflict((oc) =>
+        oc.columns(['project', 'name']).doUpdateSet((eb) => ({ state: eb.ref('excluded.state') })),
+      )
+      .execute();
+  }
+
+  async count(
+    project: string,
+    name: string,
+    field: 'pulled' | 'scored',
+    n: number,
+    at: number,
+  ): Promise<void> {
+    if (!Number.isSafeInteger(n) || n < 0) {
+      throw CoreErrors.INVALID_ARGUMENT('a source counter grows by a non-negative integer');
+    }
+    if (n === 0) return;
+    // One UPDATE: atomic on both dialects, and a no-op before the first saveState.
+    await this.db
+      .updateTable('source_states')
+      .set((eb) =>
+        field === 'pulled'
+          ? { pulled: eb('pulled', '+', n) }
+          : {
+              scored: eb('scored', '+', n),
+              // Only moves forward: writers finishing out of order keep the latest time.
+              last_write_back_at: eb
+                .case()
+                .when(
+                  eb.or([eb('last_write_back_at', 'is', null), eb('last_write_back_at', '<', at)]),
+                )
+                .then(at)
+                .else(eb.ref('last_write_back_at'))
+                .end(),
+            },
+      )
+      .where('project', '=', project)
+      .where('name', '=', name)
+      .execute();
+  }
+
+  // --- Traces of a source's store ------------------------------------------------------------
+
+  async traces(
+    project: string,
+    source: string,
+    storeIds: readonly string[],
+  ): Promise<SourceTrace[]> {
+    const wanted = [...new Set(storeIds)];
+    const found = new Map<string, SourceTrace>();
+    for (const ids of chunks(wanted)) {
+      const rows = await this.db
+        .selectFrom('source_traces')
+        .selectAll()
+        .where('project', '=', project)
+        .where('source', '=', source)
+        .where('store_id', 'in', ids)
+        .execute();
+      for (const row of rows) found.set(row.store_id, traceFromRow(row));
+    }
+    // In the order asked, each once.
+    return wanted.flatMap((id) => {
+      const trace = found.get(id);
+      return trace === undefined ? [] : [trace];
+    });
+  }
+
+  async saveTraces(traces: readonly SourceTrace[]): Promise<void> {
+    // One row per key, the last given winning: PostgreSQL refuses to update a row twice in one
+    // INSERT … ON CONFLICT.
+    const byKey = new Map<string, Selectable<SourceTracesTable>>();
+    for (const t of traces) {
+      byKey.set(`${t.project}\u0000${t.source}\u0000${t.storeId}`, {
+        project: t.project,
+        source: t.source,
+        store_id: t.storeId,
+        trace_id: t.traceId,
+        start_ms: t.startMs,
+        version: t.version,
+        deferred_since: t.deferredSince ?? null,
+      });
+    }
+    for (const rows of chunks([...byKey.values()])) {
+      await this.db
+        .insertInto('source_traces')
+        .values(rows)
+        .onConflict((oc) =>
+          oc.columns(['project', 'source', 'store_id']).doUpdateSet((eb) => ({
+            trace_id: eb.ref('excluded.trace_id'),
+            start_ms: eb.ref('excluded.start_ms'),
+            version: eb.ref('excluded.version'),
+            deferred_since: eb.ref('excluded.deferred_since'),
+          })),
+        )
+        .execute();
+    }
+  }
+
+  async storeIdOf(project: string, source: string, traceId: string): Promise<string | undefined> {
+    // One store trace per Touchstone trace; should two rows ever share one, the answer is stable.
+    const row = await this.db
+      .selectFrom('source_traces')
+      .select('store_id')
+      .where('project', '=', project)
+      .where('source', '=', source)
+      .where('trace_id', '=', traceId)
+      .orderBy('store_id')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.store_id;
+  }
+
+  async deferred(project: string, source: string, limit: number): Promise<SourceTrace[]> {
+    if (limit <= 0) return [];
+    const rows = await this.db
+      .selectFrom('source_traces')
+      .selectAll()
+      .where('project', '=', project)
+      .where('source', '=', source)
+      .where('deferred_since', 'is not', null)
+      .orderBy('deferred_since')
+      .orderBy('store_id')
+      .limit(limit)
+      .execute();
+    return rows.map(traceFromRow);
+  }
+
+  // --- Write-back queue ----------------------------------------------------------------------
+
+  async enqueueWriteBacks(items: readonly NewWriteBack[], now: number): Promise<void> {
+    // Ids as work-queue.ts: time, one random draw per call, then the position in the call, so
+    // ids sort in enqueue order and break ties between write-backs visible at the same time.
+    const prefix = `wb_${Math.max(0, now).toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`;
+    const rows = items.map((item, i) => ({
+      id: `${prefix}${i.toString(16).padStart(6, '0')}`,
+      project: item.project,
+      source: item.source,
+      store_id: item.storeId,
+      trace_id: item.traceId,
+      policy: item.policy,
+      metric: item.metric,
+      score: item.score,
+      judge: item.judge ? 1 : 0,
+      created_at: item.createdAt,
+      visible_at: now,
+      attempts: 0,
+      claim: '',
+    }));
+    for (const chunk of chunks(rows)) {
+      await this.db.insertInto('write_backs').values(chunk).execute();
+    }
+  }
+
+  async claimWriteBacks(
+    now: number,
+    limit: number,
+    hideUntil: number,
+    claim: string,
+  ): Promise<WriteBack[]> {
+    if (limit <= 0) return [];
+    // As work-queue.ts: on PostgreSQL the candidates are locked and skipped by concurrent
+    // claimers, and `= any(array(subquery))` runs the subquery exactly once (an InitPlan), so
+    // one claim never takes more than `limit`. SQLite serializes writers.
+    const query =
+      this.dialect === 'postgres'
+        ? CompiledQuery.raw(
+            `update write_backs set visible_at = $1, attempts = attempts + 1, claim = $2
+             where id = any(array(
+               select id from write_backs where visible_at <= $3
+               order by visible_at, id limit $4 for update skip locked))
+             returning *`,
+            [hideUntil, claim, now, limit],
+          )
+        : CompiledQuery.raw(
+            `update write_backs set visible_at = ?, attempts = attempts + 1, claim = ?
+             where id in (
+               select id from write_backs where visible_at <= ? order by visible_at, id limit ?)
+             returning *`,
+            [hideUntil, claim, now, limit],
+          );
+    const { rows } = await this.db.executeQuery<Selectable<WriteBacksTable>>(query);
+    return rows
+      .map(writeBackFromRow)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  async finishWriteBack(id: string, claim: string): Promise<boolean> {
+    // '' is the token of a write-back never claimed; it must not be able to finish one.
+    if (claim === '') return false;
+    const result = await this.db
+      .deleteFrom('write_backs')
+      .where('id', '=', id)
+      .where('claim', '=', claim)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async retryWriteBack(id: string, claim: string, visibleAt: number): Promise<boolean> {
+    if (claim === '') return false;
+    const result = await this.db
+      .updateTable('write_backs')
+      .set({ visible_at: visibleAt })
+      .where('id', '=', id)
+      .where('claim', '=', claim)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  // --- Ledger --------------------------------------------------------------------------------
+
+  async ledger(
+    project: string,
+    source: string,
+    traceId: string,
+    policy: string,
+    metric: string,
+  ): Promise<LedgerEntry | undefined> {
+    const row = await this.db
+      .selectFrom('write_back_ledger')
+      .selectAll()
+      .where('project', '=', project)
+      .where('source', '=', source)
+      .where('trace_id', '=', traceId)
+      .where('policy', '=', policy)
+      .where('metric', '=', metric)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    return {
+      project: row.project,
+      source: row.source,
+      traceId: row.trace_id,
+      policy: row.policy,
+      metric: row.metric,
+      remoteId: row.remote_id,
+      valueDigest: row.value_digest,
+    };
+  }
+
+  async saveLedger(entry: LedgerEntry): Promise<void> {
+    await this.db
+      .insertInto('write_back_ledger')
+      .values({
+        project: entry.project,
+        source: entry.source,
+        trace_id: entry.traceId,
+        policy: entry.policy,
+        metric: entry.metric,
+        remote_id: entry.remoteId,
+        value_digest: entry.valueDigest,
+      })
+      .onConflict((oc) =>
+        oc.columns(['project', 'source', 'trace_id', 'policy', 'metric']).doUpdateSet((eb) => ({
+          remote_id: eb.ref('excluded.remote_id'),
+          value_digest: eb.ref('excluded.value_digest'),
+        })),
+      )
+      .execute();
+  }
+}

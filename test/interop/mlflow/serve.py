@@ -1,0 +1,81 @@
+"""Runs `mlflow server` for a test and makes sure it stops by itself.
+
+Usage: python serve.py <port> <work-dir> <max-seconds>
+
+Starts the server on 127.0.0.1:<port> with a SQLite backend and a local artifact store under
+<work-dir>, in its own process group, and prints that group's id on stdout. The whole group is
+stopped when stdin closes (the test process ended or died), after <max-seconds>, or on SIGTERM;
+then <work-dir> is removed.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+
+
+def main():
+    port, work_dir, max_seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    env = dict(os.environ)
+    # No background job runner (huey consumers): only the REST API is needed.
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
+    server = subprocess.Popen(
+        [
+            sys.executable, "-m", "mlflow", "server",
+            "--backend-store-uri", "sqlite:///" + os.path.join(work_dir, "mlflow.db"),
+            "--artifacts-destination", os.path.join(work_dir, "artifacts"),
+            "--host", "127.0.0.1",
+            "--port", port,
+            "--workers", "1",
+        ],
+        cwd=work_dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    print(server.pid, flush=True)
+
+    requested = threading.Event()
+
+    def watch_stdin():
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except OSError:
+            pass
+        requested.set()
+
+    signal.signal(signal.SIGTERM, lambda *_: requested.set())
+    signal.signal(signal.SIGINT, lambda *_: requested.set())
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    timer = threading.Timer(max_seconds, requested.set)
+    timer.daemon = True
+    timer.start()
+
+    while not requested.wait(0.5):
+        if server.poll() is not None:
+            break
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            server.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # Workers that outlived the main server process are in the same group.
+    try:
+        os.killpg(server.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    # The work dir is the server's alone (database, artifacts): gone with it.
+    shutil.rmtree(work_dir, ignore_errors=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
