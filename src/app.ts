@@ -137,6 +137,29 @@ export function createPolicyService(
   });
 }
 
+/**
+ * The HTTP client of judge calls. A judge's own endpoint is named by the operator in server
+ * config, so its host is allowed (a self-hosted model on a private address is common); the guard
+ * still checks every other target, so a redirect or a rebinding name cannot reach elsewhere.
+ */
+export function createJudgeHttpClient(
+  config: Readonly<Config>,
+  userAgent = 'touchstone',
+): HttpClient {
+  const hosts = Object.values(config.judges).map((j) => new URL(j.endpoint).hostname);
+  const guard = createOutboundGuard({
+    allowHosts: [...new Set(hosts)],
+    requireHttps: false,
+    setting: 'judges.<name>.endpoint',
+  });
+  return createHttpClient({
+    userAgent,
+    checkTarget: guard.checkTarget,
+    wrapConnector: guard.wrapConnector,
+    proxy: proxySettingsFromConfig(config.proxy),
+  });
+}
+
 /** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */
 function sourceGuard(config: Readonly<Config>) {
   return createOutboundGuard({
@@ -219,10 +242,7 @@ async function assemble(
   deps: AppDeps,
   { store, clock, logger }: { store: Store; clock: Clock; logger: Logger },
 ): Promise<App> {
-  const http: HttpClient = createHttpClient({
-    userAgent: 'touchstone',
-    proxy: proxySettingsFromConfig(config.proxy),
-  });
+  const http = createJudgeHttpClient(config);
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const keys = new KeyService({ keys: store.keys, clock });
   const evaluation = createEvaluationService(config, {

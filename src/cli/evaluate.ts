@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService } from '../app.js';
+import { createEvaluationService, createJudgeHttpClient } from '../app.js';
 import { type Result, scoreNumber, systemClock } from '../core/index.js';
 import type { EvaluatorRef, RecordResults } from '../evaluators/index.js';
-import { createHttpClient } from '../net/index.js';
 import { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
@@ -156,7 +155,7 @@ export function evaluateCommand(program: Command, io: CliIO, stdin: () => string
             flags.config === undefined ? {} : { config: flags.config },
             io,
           );
-          const http = createHttpClient({ userAgent: 'touchstone-cli' });
+          const http = createJudgeHttpClient(config, 'touchstone-cli');
           try {
             const logger = pino({ level: 'silent' });
             const service = createEvaluationService(config, {

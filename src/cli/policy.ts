@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createPolicyService } from '../app.js';
+import { createEvaluationService, createJudgeHttpClient, createPolicyService } from '../app.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
-import { createHttpClient } from '../net/index.js';
 import type { PolicyService, PolicyView } from '../policies/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
@@ -32,7 +31,7 @@ function withPolicies<T>(
   return withTarget(flags, io, remote, async (store) => {
     const config = configFromFlags(flags, io);
     const logger = pino({ level: 'silent' });
-    const http = createHttpClient({ userAgent: 'touchstone' });
+    const http = createJudgeHttpClient(config);
     try {
       const evaluation = createEvaluationService(config, {
         http,

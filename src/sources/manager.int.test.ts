@@ -228,13 +228,29 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
 
   it('backfills page by page, stores pulled traces as ordinary labelled traces, and skips unchanged ones', async () => {
     for (let i = 1; i <= 7; i++) fake.add(i, T0 - 100 * MIN + i * MIN);
-    await applySource({ traceLabels: { env: 'prod' } });
+    await applySource({
+      traceLabels: { env: 'prod' },
+      overrides: {
+        reference: '"answer"',
+        'labels.team': 'resource["mlflow.tag.team"]',
+        'metadata.question': 'input.upperAscii()',
+        output: 'labels["nope"]',
+      },
+    });
     await manager.tick();
     expect(fake.fetched).toHaveLength(7);
     const page = await app.store.traces.list({ project: 'default' }, { pageSize: 50 });
     expect(page.items).toHaveLength(7);
     expect(page.items[0]?.labels).toMatchObject({ source: 'prod-mlflow', env: 'prod' });
     expect(page.items[0]?.source).toBe('prod-mlflow');
+    // Overrides set record fields; a failing one leaves its field as it was.
+    const stored = await app.store.traces.get('default', page.items[0]?.traceId ?? '');
+    expect(stored?.record).toMatchObject({
+      reference: 'answer',
+      output: 'answer',
+      metadata: { question: 'QUESTION 7' },
+      labels: { team: 'search', source: 'prod-mlflow', env: 'prod' },
+    });
     const s = await state();
     expect(s.phase).toBe('tailing');
     expect(s.watermark).toBe(T0 - 30 * MIN);
