@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTouchstoneError, type Span } from '../../src/core/index.js';
 import { normalizeTrace } from '../../src/ingest/index.js';
 import { createHttpClient, type HttpClient } from '../../src/net/index.js';
+import { connectorConformance } from '../../src/sources/conformance.testkit.js';
 import type {
   FetchedTrace,
   TraceHeader,
@@ -339,5 +340,20 @@ describe.skipIf(MLFLOW_PYTHON === undefined)(
         expect(out).toMatchObject({ status: 'failed', retryable: false });
       });
     });
+
+    connectorConformance('MLflow', async () => ({
+      endpoint: server.base,
+      credential: 'sentinel-mlflow-token-8c1d70',
+      connector: (endpoint, credential) =>
+        createMlflowConnector({ endpoint, locations: [EXPERIMENT], http, token: () => credential }),
+      seeded: async () =>
+        listed
+          .filter((h) => !h.inProgress)
+          .map((h) => ({ storeId: h.storeId, startMs: h.startMs })),
+      readScores: async (storeId) =>
+        (await assessmentsViaPython(server, storeId))
+          .filter((a) => a.valid)
+          .map((a) => ({ name: a.name, value: a.value })),
+    }));
   },
 );
