@@ -266,5 +266,5 @@ describe('touchstone policy (CLI, local data dir)', () => {
     const bad = cli(['policy', 'apply', '-f', file, '--data-dir', data]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/spec\.selector: line 1, column 1/);
-  });
+  }, 180_000);
 });

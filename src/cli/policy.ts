@@ -5,21 +5,18 @@ import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import type { PolicyService, PolicyView } from '../policies/index.js';
 import type { ApiClient } from './client.js';
-import { EXIT } from './exit-codes.js';
-import { CliExit, type CliIO, describeError, readResources, table } from './io.js';
-import { configFromFlags } from './serve.js';
+import { type CliIO, table } from './io.js';
 import {
-  allPages,
-  localPage,
-  remotePage,
-  type TargetFlags,
-  targetOptions,
-  withTarget,
-} from './target.js';
+  applyDocuments,
+  applyQuery,
+  printResult,
+  type ResourceFlags,
+  resourcePath,
+} from './resources.js';
+import { configFromFlags } from './serve.js';
+import { allPages, localPage, remotePage, targetOptions, withTarget } from './target.js';
 
-interface Flags extends TargetFlags {
-  project?: string;
-}
+type Flags = ResourceFlags;
 
 /** Runs against a server, or on the local data dir through the same service the server uses. */
 function withPolicies<T>(
@@ -48,13 +45,6 @@ function withPolicies<T>(
   });
 }
 
-function path(name: string, flags: Flags, suffix = ''): string {
-  const q = new URLSearchParams();
-  if (flags.project !== undefined) q.set('project', flags.project);
-  const qs = q.toString();
-  return `v1alpha1/policies/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
-}
-
 interface PolicyShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };
   spec: {
@@ -69,10 +59,6 @@ interface PolicyShape {
 
 const shape = (p: PolicyView) => p as unknown as PolicyShape;
 const projectOf = (p: PolicyShape) => p.metadata.labels?.['touchstone.dev/project'] ?? '';
-
-function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
-  io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
-}
 
 export function policyCommand(program: Command, io: CliIO, stdin: () => string): void {
   const policy = program
@@ -89,41 +75,27 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
       .option('-p, --project <name>', 'project, unless a resource names one')
       .option('--dry-run', 'check every policy (CEL, evaluators, params, judge) without storing'),
   ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
-    const docs = readResources(flags.file, stdin);
-    const query = new URLSearchParams({
-      ...(flags.project === undefined ? {} : { project: flags.project }),
-      ...(flags.dryRun ? { validate_only: 'true' } : {}),
-    });
-    const applied: PolicyView[] = [];
-    const failures: string[] = [];
-    // Every document is checked (and, without --dry-run, applied) on its own: one bad policy is
-    // reported with its document number and does not stop the others.
-    for (const [i, doc] of docs.entries()) {
-      try {
-        applied.push(
-          await withPolicies(
-            flags,
-            io,
-            (c) => c.call<PolicyView>('POST', `v1alpha1/policies?${query}`, doc),
-            (s) =>
-              s.apply(OPEN_PRINCIPAL, doc, {
-                ...(flags.project === undefined ? {} : { project: flags.project }),
-                validateOnly: flags.dryRun === true,
-              }),
-          ),
-        );
-      } catch (err) {
-        if (docs.length === 1) throw err;
-        failures.push(`document ${i + 1}: ${describeError(err).text}`);
-      }
-    }
-    const lines = applied.map((p) => {
-      const s = shape(p);
-      const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
-      return `${verb}: policy ${s.metadata.name} (project ${projectOf(s)}, generation ${s.metadata.generation ?? 0})`;
-    });
-    print(io, flags, applied, lines.join('\n'));
-    if (failures.length > 0) throw new CliExit(EXIT.USAGE, failures.join('\n'));
+    await applyDocuments(
+      io,
+      flags,
+      stdin,
+      (doc) =>
+        withPolicies(
+          flags,
+          io,
+          (c) => c.call<PolicyView>('POST', `v1alpha1/policies?${applyQuery(flags)}`, doc),
+          (s) =>
+            s.apply(OPEN_PRINCIPAL, doc, {
+              ...(flags.project === undefined ? {} : { project: flags.project }),
+              validateOnly: flags.dryRun === true,
+            }),
+        ),
+      (p) => {
+        const s = shape(p);
+        const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
+        return `${verb}: policy ${s.metadata.name} (project ${projectOf(s)}, generation ${s.metadata.generation ?? 0})`;
+      },
+    );
   });
 
   targetOptions(
@@ -140,7 +112,7 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
         (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
       ),
     );
-    print(
+    printResult(
       io,
       flags,
       all,
@@ -172,7 +144,7 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
     const got = await withPolicies(
       flags,
       io,
-      (c) => c.call<PolicyView>('GET', path(name, flags)),
+      (c) => c.call<PolicyView>('GET', resourcePath('policies', name, flags)),
       (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
     );
     io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
@@ -188,10 +160,15 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
     const deleted = await withPolicies(
       flags,
       io,
-      (c) => c.call<PolicyView>('DELETE', path(name, flags)),
+      (c) => c.call<PolicyView>('DELETE', resourcePath('policies', name, flags)),
       (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
     );
-    print(io, flags, deleted, `deleted policy ${name} (project ${projectOf(shape(deleted))})`);
+    printResult(
+      io,
+      flags,
+      deleted,
+      `deleted policy ${name} (project ${projectOf(shape(deleted))})`,
+    );
   });
 
   targetOptions(
@@ -206,12 +183,16 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
       flags,
       io,
       (c) =>
-        c.call<{ queued: number; since: string }>('POST', path(name, flags, ':rescore'), {
-          since: flags.since,
-        }),
+        c.call<{ queued: number; since: string }>(
+          'POST',
+          resourcePath('policies', name, flags, ':rescore'),
+          {
+            since: flags.since,
+          },
+        ),
       (s) => s.rescore(OPEN_PRINCIPAL, flags.project, name, flags.since),
     );
-    print(
+    printResult(
       io,
       flags,
       out,

@@ -5,21 +5,18 @@ import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import type { SourceService, SourceStatus, SourceView } from '../sources/index.js';
 import type { ApiClient } from './client.js';
-import { EXIT } from './exit-codes.js';
-import { CliExit, type CliIO, describeError, readResources, table } from './io.js';
-import { configFromFlags } from './serve.js';
+import { type CliIO, table } from './io.js';
 import {
-  allPages,
-  localPage,
-  remotePage,
-  type TargetFlags,
-  targetOptions,
-  withTarget,
-} from './target.js';
+  applyDocuments,
+  applyQuery,
+  printResult,
+  type ResourceFlags,
+  resourcePath,
+} from './resources.js';
+import { configFromFlags } from './serve.js';
+import { allPages, localPage, remotePage, targetOptions, withTarget } from './target.js';
 
-interface Flags extends TargetFlags {
-  project?: string;
-}
+type Flags = ResourceFlags;
 
 function withSources<T>(
   flags: Flags,
@@ -39,13 +36,6 @@ function withSources<T>(
   );
 }
 
-function path(name: string, flags: Flags, suffix = ''): string {
-  const q = new URLSearchParams();
-  if (flags.project !== undefined) q.set('project', flags.project);
-  const qs = q.toString();
-  return `v1alpha1/sources/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
-}
-
 interface SourceShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };
   spec: { connector?: string; variant?: string };
@@ -55,10 +45,6 @@ interface SourceShape {
 
 const shape = (v: SourceView) => v as unknown as SourceShape;
 const projectOf = (s: SourceShape) => s.metadata.labels?.['touchstone.dev/project'] ?? '';
-
-function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
-  io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
-}
 
 function statusLine(s: SourceShape): string {
   const st = s.status;
@@ -88,37 +74,27 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
         'check everything (rules, endpoint, credential grant, policies) without storing',
       ),
   ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
-    const docs = readResources(flags.file, stdin);
-    const query = new URLSearchParams({
-      ...(flags.project === undefined ? {} : { project: flags.project }),
-      ...(flags.dryRun ? { validate_only: 'true' } : {}),
-    });
-    const lines: string[] = [];
-    const applied: SourceView[] = [];
-    const failures: string[] = [];
-    for (const [i, doc] of docs.entries()) {
-      try {
-        const view = await withSources(
+    await applyDocuments(
+      io,
+      flags,
+      stdin,
+      (doc) =>
+        withSources(
           flags,
           io,
-          (c) => c.call<SourceView>('POST', `v1alpha1/sources?${query}`, doc),
+          (c) => c.call<SourceView>('POST', `v1alpha1/sources?${applyQuery(flags)}`, doc),
           (s) =>
             s.apply(OPEN_PRINCIPAL, doc, {
               ...(flags.project === undefined ? {} : { project: flags.project }),
               validateOnly: flags.dryRun === true,
             }),
-        );
-        applied.push(view);
+        ),
+      (view) => {
         const s = shape(view);
         const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
-        lines.push(`${verb}: source ${s.metadata.name} (project ${projectOf(s)})`);
-      } catch (err) {
-        if (docs.length === 1) throw err;
-        failures.push(`document ${i + 1}: ${describeError(err).text}`);
-      }
-    }
-    print(io, flags, applied, lines.join('\n'));
-    if (failures.length > 0) throw new CliExit(EXIT.USAGE, failures.join('\n'));
+        return `${verb}: source ${s.metadata.name} (project ${projectOf(s)})`;
+      },
+    );
   });
 
   targetOptions(
@@ -135,7 +111,7 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
         (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
       ),
     );
-    print(
+    printResult(
       io,
       flags,
       all,
@@ -170,7 +146,7 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
     const got = await withSources(
       flags,
       io,
-      (c) => c.call<SourceView>('GET', path(name, flags)),
+      (c) => c.call<SourceView>('GET', resourcePath('sources', name, flags)),
       (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
     );
     io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
@@ -191,10 +167,10 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
       const view = await withSources(
         flags,
         io,
-        (c) => c.call<SourceView>('POST', path(name, flags, `:${verb}`)),
+        (c) => c.call<SourceView>('POST', resourcePath('sources', name, flags, `:${verb}`)),
         (s) => s[verb](OPEN_PRINCIPAL, flags.project, name),
       );
-      print(
+      printResult(
         io,
         flags,
         view,
@@ -213,10 +189,10 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
     const view = await withSources(
       flags,
       io,
-      (c) => c.call<SourceView>('DELETE', path(name, flags)),
+      (c) => c.call<SourceView>('DELETE', resourcePath('sources', name, flags)),
       (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
     );
-    print(io, flags, view, `deleted source ${name}`);
+    printResult(io, flags, view, `deleted source ${name}`);
   });
 
   targetOptions(
@@ -230,10 +206,13 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
     const view = await withSources(
       flags,
       io,
-      (c) => c.call<SourceView>('POST', path(name, flags, ':backfill'), { since: flags.since }),
+      (c) =>
+        c.call<SourceView>('POST', resourcePath('sources', name, flags, ':backfill'), {
+          since: flags.since,
+        }),
       (s) => s.backfill(OPEN_PRINCIPAL, flags.project, name, flags.since),
     );
-    print(
+    printResult(
       io,
       flags,
       view,

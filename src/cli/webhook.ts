@@ -12,19 +12,11 @@ import {
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, readResources, table } from './io.js';
+import { applyQuery, printResult, type ResourceFlags, resourcePath } from './resources.js';
 import { configFromFlags } from './serve.js';
-import {
-  allPages,
-  localPage,
-  remotePage,
-  type TargetFlags,
-  targetOptions,
-  withTarget,
-} from './target.js';
+import { allPages, localPage, remotePage, targetOptions, withTarget } from './target.js';
 
-interface Flags extends TargetFlags {
-  project?: string;
-}
+type Flags = ResourceFlags;
 
 /** Runs against a server, or on the local data dir through the same service the server uses. */
 function withWebhooks<T>(
@@ -46,17 +38,6 @@ function withWebhooks<T>(
       await webhooks.close();
     }
   });
-}
-
-function path(name: string, flags: Flags, suffix = '', query: Record<string, string> = {}): string {
-  const q = new URLSearchParams(query);
-  if (flags.project !== undefined) q.set('project', flags.project);
-  const qs = q.toString();
-  return `v1alpha1/webhooks/${encodeURIComponent(name)}${suffix}${qs === '' ? '' : `?${qs}`}`;
-}
-
-function print(io: CliIO, flags: Flags, value: unknown, text: string): void {
-  io.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
 }
 
 function deliveryRows(items: DeliveryView[]): string {
@@ -94,15 +75,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
     const applied = await withWebhooks(
       flags,
       io,
-      (c) =>
-        c.call<AppliedWebhook>(
-          'POST',
-          `v1alpha1/webhooks?${new URLSearchParams({
-            ...(flags.project === undefined ? {} : { project: flags.project }),
-            ...(flags.dryRun ? { validate_only: 'true' } : {}),
-          })}`,
-          resource,
-        ),
+      (c) => c.call<AppliedWebhook>('POST', `v1alpha1/webhooks?${applyQuery(flags)}`, resource),
       (s) =>
         s.apply(OPEN_PRINCIPAL, resource, {
           ...(flags.project === undefined ? {} : { project: flags.project }),
@@ -116,7 +89,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
         `\nsecret: ${applied.secret}\n` +
         'Store the secret now: it is not shown again. Receivers verify Touchstone-Signature with it.';
     }
-    print(io, flags, applied, text);
+    printResult(io, flags, applied, text);
   });
 
   targetOptions(
@@ -133,7 +106,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
         (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
       ),
     );
-    print(
+    printResult(
       io,
       flags,
       all,
@@ -160,7 +133,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
     const got = await withWebhooks(
       flags,
       io,
-      (c) => c.call<WebhookView>('GET', path(name, flags)),
+      (c) => c.call<WebhookView>('GET', resourcePath('webhooks', name, flags)),
       (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
     );
     io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
@@ -176,10 +149,10 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
     const deleted = await withWebhooks(
       flags,
       io,
-      (c) => c.call<WebhookView>('DELETE', path(name, flags)),
+      (c) => c.call<WebhookView>('DELETE', resourcePath('webhooks', name, flags)),
       (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
     );
-    print(io, flags, deleted, `deleted webhook ${deleted.name} (project ${deleted.project})`);
+    printResult(io, flags, deleted, `deleted webhook ${deleted.name} (project ${deleted.project})`);
   });
 
   targetOptions(
@@ -202,7 +175,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
           c
             .call<{ deliveries: DeliveryView[] }>(
               'GET',
-              path(name, flags, '/deliveries', { page_size: '50' }),
+              resourcePath('webhooks', name, flags, '/deliveries', { page_size: '50' }),
             )
             .then((r) => r.deliveries.find((d) => d.id === id)),
         (s) =>
@@ -213,7 +186,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
     let delivery = await withWebhooks(
       flags,
       io,
-      (c) => c.call<DeliveryView>('POST', path(name, flags, ':test')),
+      (c) => c.call<DeliveryView>('POST', resourcePath('webhooks', name, flags, ':test')),
       (s) => s.test(OPEN_PRINCIPAL, flags.project, name),
     );
     // The dispatcher (on whichever replica holds its lease) sends it; watch for the outcome.
@@ -228,7 +201,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
         : delivery.state === 'DELIVERED'
           ? `delivered (HTTP ${delivery.lastStatus})`
           : `not delivered: ${delivery.lastError ?? 'unknown error'}`;
-    print(io, flags, delivery, `ping ${delivery.id} to webhook ${name}: ${outcome}`);
+    printResult(io, flags, delivery, `ping ${delivery.id} to webhook ${name}: ${outcome}`);
     if (delivery.state === 'RETRYING' || delivery.state === 'FAILED') {
       throw new CliExit(EXIT.ERROR, `the test delivery was not accepted by the receiver`);
     }
@@ -253,12 +226,12 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
         c
           .call<{ deliveries: DeliveryView[] }>(
             'GET',
-            path(name, flags, '/deliveries', { page_size: String(limit) }),
+            resourcePath('webhooks', name, flags, '/deliveries', { page_size: String(limit) }),
           )
           .then((r) => r.deliveries),
       (s) =>
         s.deliveries(OPEN_PRINCIPAL, flags.project, name, { pageSize: limit }).then((r) => r.items),
     );
-    print(io, flags, items, deliveryRows(items));
+    printResult(io, flags, items, deliveryRows(items));
   });
 }

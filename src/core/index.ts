@@ -3,6 +3,7 @@
  * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
  * ids and the clock. No I/O; imports nothing internal.
  */
+export * from './background.js';
 export * from './clock.js';
 export * from './content.js';
 export * from './errors.js';

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  BackgroundLoop,
   type Clock,
   type EvalRecord,
   isTouchstoneError,
@@ -167,45 +168,27 @@ function skipped(instances: readonly EvaluatorInstance[], reason: string): Resul
  */
 export class PolicyEngine {
   private readonly options: PolicyEngineOptions;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
   private policies = new Map<string, CompiledPolicy[]>();
   private generations = new Map<string, number>();
   private refreshedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: PolicyEngineDeps) {
     this.options = { ...DEFAULT_ENGINE_OPTIONS, ...deps.options };
+    this.loop = new BackgroundLoop(
+      () => this.tick(),
+      this.options.pollMs,
+      (err) => this.deps.logger?.warn({ err }, 'online scoring pass failed; retrying'),
+    );
   }
 
   start(): void {
-    if (this.stopped || this.timer !== undefined) return;
-    this.timer = setInterval(() => this.wake(), this.options.pollMs);
-    this.timer.unref();
-    this.wake();
+    this.loop.start();
   }
 
-  /** Looks at the queue now (new items were queued); a pass in progress looks again after. */
+  /** Looks at the queue now (new items were queued); nothing before start() (tests drive tick()). */
   wake(): void {
-    // Before start() nothing runs by itself (tests drive tick()).
-    if (this.stopped || this.timer === undefined) return;
-    if (this.running !== undefined) {
-      this.again = true;
-      return;
-    }
-    this.running = this.tick()
-      .then(() => undefined)
-      .catch((err: unknown) =>
-        this.deps.logger?.warn({ err }, 'online scoring pass failed; retrying'),
-      )
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.loop.wake();
   }
 
   /** Policies changed on this replica: reload before the next item. */
@@ -215,10 +198,7 @@ export class PolicyEngine {
 
   /** Stops claiming and waits for the items in progress. Safe twice and before start. */
   async shutdown(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Claims and scores items until the queue has nothing visible; returns how many it finished. */
@@ -227,7 +207,7 @@ export class PolicyEngine {
     const { batchSize, concurrency, visibilityMs } = this.options;
     let done = 0;
     for (;;) {
-      if (this.stopped) return done;
+      if (this.loop.stopped) return done;
       await this.refreshPolicies();
       const now = clock.now();
       const claim = randomBytes(9).toString('base64url');

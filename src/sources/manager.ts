@@ -1,5 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Clock, isTouchstoneError, type NormalizedTrace, type Span } from '../core/index.js';
+import {
+  BackgroundLoop,
+  type Clock,
+  isTouchstoneError,
+  type NormalizedTrace,
+  type Span,
+} from '../core/index.js';
 import type { PulledTrace } from '../ingest/index.js';
 import type { SourceRecord, SourceState, SourceTrace, Store } from '../store/index.js';
 import type { TraceHeader, TraceStoreConnector } from './connector.js';
@@ -100,55 +106,38 @@ const realSleep = (ms: number, signal?: AbortSignal) =>
 export class SourceManager {
   private readonly options: SourceManagerOptions;
   private readonly holder = `sources-${randomBytes(6).toString('hex')}`;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
   private readonly stop = new AbortController();
 
   constructor(private readonly deps: SourceManagerDeps) {
     this.options = { ...DEFAULT_MANAGER_OPTIONS, ...deps.options };
+    this.loop = new BackgroundLoop(
+      () => this.tick(),
+      this.options.tickMs,
+      (err) => this.deps.logger?.warn({ err }, 'source manager pass failed'),
+    );
   }
 
   start(): void {
-    if (this.stopped || this.timer !== undefined) return;
-    this.timer = setInterval(() => this.wake(), this.options.tickMs);
-    this.timer.unref();
-    this.wake();
+    this.loop.start();
   }
 
-  /** Looks for due sources now (a source changed); nothing before `start()` (tests drive `tick()`). */
+  /** Looks for due sources now (a source changed); nothing before start() (tests drive tick()). */
   wake(): void {
-    if (this.stopped || this.timer === undefined) return;
-    if (this.running !== undefined) {
-      this.again = true;
-      return;
-    }
-    this.running = this.tick()
-      .catch((err: unknown) => this.deps.logger?.warn({ err }, 'source manager pass failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.loop.wake();
   }
 
   /** Stops pulling (a pull in progress stops after its current page) and gives leases up. */
   async shutdown(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
     this.stop.abort();
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Pulls every due source whose lease this replica can take. */
   async tick(): Promise<void> {
     const sources = await this.deps.store.sources.listAll();
     for (const record of sources) {
-      if (this.stopped) return;
+      if (this.loop.stopped) return;
       if (record.paused) continue;
       const state = await this.deps.store.sources.getState(record.project, record.name);
       if (state === undefined || state.nextPullAt > this.deps.clock.now()) continue;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Clock, Score } from '../core/index.js';
+import { BackgroundLoop, type Clock, type Score } from '../core/index.js';
 import type { ResultSink, StoredResults } from '../policies/index.js';
 import type { Store, StoreTransaction, WriteBack } from '../store/index.js';
 import type { TraceStoreConnector } from './connector.js';
@@ -117,33 +117,26 @@ function valueDigest(score: Score): string {
 
 /** Sends queued write-backs, one batch per source, from every replica (claims are exclusive). */
 export class WriteBackWriter {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly loop: BackgroundLoop;
 
-  constructor(private readonly deps: WriteBackWriterDeps) {}
+  constructor(private readonly deps: WriteBackWriterDeps) {
+    this.loop = new BackgroundLoop(
+      () => this.tick(),
+      deps.pollMs ?? 1000,
+      (err) => this.deps.logger?.warn({ err }, 'write-back pass failed'),
+    );
+  }
 
   start(): void {
-    if (this.stopped || this.timer !== undefined) return;
-    this.timer = setInterval(() => this.wake(), this.deps.pollMs ?? 1000);
-    this.timer.unref();
+    this.loop.start();
   }
 
   wake(): void {
-    if (this.stopped || this.running !== undefined) return;
-    this.running = this.tick()
-      .then(() => undefined)
-      .catch((err: unknown) => this.deps.logger?.warn({ err }, 'write-back pass failed'))
-      .finally(() => {
-        this.running = undefined;
-      });
+    this.loop.wake();
   }
 
   async shutdown(): Promise<void> {
-    this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.loop.stop();
   }
 
   /** Sends every visible write-back; returns how many were settled (written or unchanged). */
@@ -151,7 +144,7 @@ export class WriteBackWriter {
     const { store, clock } = this.deps;
     let settled = 0;
     for (;;) {
-      if (this.stopped) return settled;
+      if (this.loop.stopped) return settled;
       const now = clock.now();
       const claim = randomBytes(9).toString('base64url');
       const rows = await store.sources.claimWriteBacks(
