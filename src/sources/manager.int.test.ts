@@ -22,7 +22,7 @@ import type {
 } from './connector.js';
 import { SourceManager } from './manager.js';
 import { compileOverrides } from './overrides.js';
-import { SourceDirectory, WriteBackWriter } from './write-back.js';
+import { SourceDirectory, SourceResultSink, WriteBackWriter } from './write-back.js';
 
 /**
  * The source manager against an in-memory store double (a connector only lists, fetches and
@@ -426,6 +426,31 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
       ['tool-errors', 0, 'a-1'],
     ]);
     expect((await state()).scored).toBe(2);
+  });
+
+  it('reads sources through the results transaction when the directory cache expired in between', async () => {
+    await applySource({ writeBack: { enabled: true } });
+    const directory = new SourceDirectory({ store: app.store, clock });
+    const sink = new SourceResultSink({ directory, clock });
+    expect(await sink.allowedPolicies('default', 'prod-mlflow')).toBeUndefined();
+    clock.advance(1500);
+    const trace = {
+      traceId: 'a'.repeat(32),
+      project: 'default',
+      source: 'prod-mlflow',
+      service: 'agent',
+      name: 'agent',
+      startTime: new Date(T0).toISOString(),
+      durationMs: 1,
+      steps: 1,
+      error: false,
+      labels: {},
+      digest: 'd',
+      completedAt: new Date(T0).toISOString(),
+    };
+    await app.store.withTransaction((tx) =>
+      sink.onStored(tx, { trace, policy: 'p', digest: 'd', results: [], judged: new Set() }),
+    );
   });
 
   it('a source naming a missing policy is NotFound; azureml and mixed databricks locations are refused', async () => {

@@ -23,7 +23,12 @@ export class SourceDirectory {
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
-  async get(project: string, name: string): Promise<ParsedSource | undefined> {
+  /** Reads through `reader` — inside a transaction, the transaction's repositories. */
+  async get(
+    project: string,
+    name: string,
+    reader: Pick<Store, 'sources'> = this.deps.store,
+  ): Promise<ParsedSource | undefined> {
     const now = this.deps.clock.now();
     if (now - this.readAt > CACHE_MS) {
       this.cache.clear();
@@ -31,7 +36,7 @@ export class SourceDirectory {
     }
     const key = `${project}\u0000${name}`;
     if (!this.cache.has(key)) {
-      const record = await this.deps.store.sources.get(project, name);
+      const record = await reader.sources.get(project, name);
       let parsed: ParsedSource | null = null;
       try {
         parsed = record === undefined ? null : parseSource(record.resource);
@@ -61,7 +66,7 @@ export class SourceResultSink implements ResultSink {
   async onStored(tx: StoreTransaction, stored: StoredResults): Promise<void> {
     const { trace } = stored;
     if (trace.source === '') return;
-    const parsed = await this.deps.directory.get(trace.project, trace.source);
+    const parsed = await this.deps.directory.get(trace.project, trace.source, tx);
     if (parsed === undefined || !parsed.spec.writeBack.enabled) return;
     const storeId = await tx.sources.storeIdOf(trace.project, trace.source, trace.traceId);
     if (storeId === undefined) return;
