@@ -47,6 +47,8 @@ export const MAX_PAGE_SIZE = 500;
 export const DEFAULT_PAGE_SIZE = 100;
 /** Trace ids per batchGet: they travel in the query string, and answers stay small. */
 export const BATCH_GET_SIZE = 10;
+/** batchGet requests in flight at once during one fetch. */
+const FETCH_CONCURRENCY = 4;
 
 const SEARCH_PATH = '/api/3.0/mlflow/traces/search';
 const BATCH_GET_PATH = '/api/3.0/mlflow/traces/batchGet';
@@ -341,10 +343,19 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
       if (spansLocation(h) === 'TRACKING_STORE') batched.push(h);
       else await fromArtifact(h);
     }
+    // A few batches at once: one at a time leaves the store (and the pull) mostly waiting.
+    const chunks: TraceHeader[][] = [];
     for (let i = 0; i < batched.length; i += BATCH_GET_SIZE) {
-      signal?.throwIfAborted();
-      await fromBatchGet(batched.slice(i, i + BATCH_GET_SIZE));
+      chunks.push(batched.slice(i, i + BATCH_GET_SIZE));
     }
+    let next = 0;
+    const worker = async () => {
+      while (next < chunks.length) {
+        signal?.throwIfAborted();
+        await fromBatchGet(chunks[next++] as TraceHeader[]);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(FETCH_CONCURRENCY, chunks.length) }, worker));
     return out;
   }
 
