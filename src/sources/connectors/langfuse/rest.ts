@@ -1,0 +1,209 @@
+import type { TouchstoneError } from '../../../core/index.js';
+import type { HttpClient, HttpMethod, HttpResponse } from '../../../net/index.js';
+import { LangfuseErrors } from './error-codes.js';
+
+/**
+ * The Langfuse public API transport: one place that builds requests (base URL with any path
+ * prefix, HTTP Basic auth from the `<public key>:<secret key>` credential, JSON bodies), reads
+ * answers and turns statuses into the connector's errors. Callers that give a status its own
+ * meaning (404 on the v2 observations route) read the `LangfuseAnswer` instead of `expectOk`.
+ */
+
+export interface LangfuseCall {
+  method: HttpMethod;
+  /** Path from the server root, e.g. `/api/public/v2/observations`. */
+  path: string;
+  /** Repeated keys for arrays (`environment=a&environment=b`). */
+  query?: Record<string, string | readonly string[] | undefined>;
+  body?: unknown;
+  /** What the call does, for messages (`GET v2/observations`). */
+  what: string;
+  /** Health is the one route without auth. */
+  anonymous?: boolean;
+  maxResponseBytes?: number;
+  signal?: AbortSignal;
+}
+
+export interface LangfuseAnswer {
+  status: number;
+  /** Lower-case media type without parameters, '' when absent. */
+  mediaType: string;
+  /** The parsed body when it is JSON, else undefined. */
+  json: unknown;
+  /** Langfuse's machine-readable `code` or error class name, when the body has one. */
+  errorCode?: string;
+  retryAfterSeconds?: number;
+  /** Set when the body should be JSON but does not parse. */
+  parseError?: boolean;
+}
+
+export interface LangfuseRestOptions {
+  endpoint: string;
+  http: HttpClient;
+  /** `<public key>:<secret key>`, read for every request (a rotated credential applies at once). */
+  credential?: () => string | undefined;
+}
+
+export interface LangfuseRest {
+  /** The host the messages name. */
+  readonly host: string;
+  send(call: LangfuseCall): Promise<LangfuseAnswer>;
+  /** `send`, then throws unless the answer is a 2xx JSON object; returns that object. */
+  expectOk(call: LangfuseCall): Promise<Record<string, unknown>>;
+  /** The error for an answer that is not a usable 2xx JSON object. */
+  failure(answer: LangfuseAnswer, what: string): TouchstoneError;
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function mediaTypeOf(res: HttpResponse): string {
+  const raw = res.headers['content-type'] ?? '';
+  return raw.split(';')[0]?.trim().toLowerCase() ?? '';
+}
+
+function mayBeJson(mediaType: string): boolean {
+  return mediaType === '' || mediaType.endsWith('/json') || mediaType.endsWith('+json');
+}
+
+/** An identifier-like error code from an error body (`rate_limited`, `LangfuseNotFoundError`). */
+const CODE = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+
+function errorCodeOf(json: unknown): string | undefined {
+  if (!isRecord(json)) return undefined;
+  for (const key of ['code', 'error']) {
+    const v = json[key];
+    if (typeof v === 'string' && CODE.test(v)) return v;
+  }
+  return undefined;
+}
+
+/**
+ * The Basic authorization header of a `<public key>:<secret key>` credential. Throws (without
+ * the value) when it is missing or not written that way.
+ */
+export function basicAuthorization(credential: string | undefined): string {
+  const text = credential?.trim() ?? '';
+  if (text === '') {
+    throw LangfuseErrors.LANGFUSE_ACCESS_DENIED(
+      'the Langfuse source has no credential; set spec.credentials to a value `<public key>:<secret key>`',
+    );
+  }
+  const colon = text.indexOf(':');
+  if (colon <= 0 || colon === text.length - 1) {
+    throw LangfuseErrors.LANGFUSE_ACCESS_DENIED(
+      'the Langfuse credential is not written `<public key>:<secret key>` (one value, the two keys joined by a colon)',
+    );
+  }
+  return `Basic ${Buffer.from(text, 'utf8').toString('base64')}`;
+}
+
+export function createLangfuseRest(options: LangfuseRestOptions): LangfuseRest {
+  let base: URL;
+  try {
+    base = new URL(options.endpoint);
+  } catch {
+    throw LangfuseErrors.LANGFUSE_REQUEST_REFUSED('the Langfuse endpoint is not an absolute URL');
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw LangfuseErrors.LANGFUSE_REQUEST_REFUSED(
+      'the Langfuse endpoint must be an http or https URL',
+    );
+  }
+  // A path prefix (Langfuse behind /langfuse) is kept; query and fragment are not.
+  const prefix = base.pathname.replace(/\/+$/, '');
+  const origin = base.origin;
+  const host = base.host;
+
+  function url(call: LangfuseCall): string {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(call.query ?? {})) {
+      if (value === undefined) continue;
+      if (typeof value === 'string') params.append(key, value);
+      else for (const v of value) params.append(key, v);
+    }
+    const search = params.toString();
+    return `${origin}${prefix}${call.path}${search === '' ? '' : `?${search}`}`;
+  }
+
+  async function send(call: LangfuseCall): Promise<LangfuseAnswer> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (call.anonymous !== true) headers.authorization = basicAuthorization(options.credential?.());
+    let body: string | undefined;
+    if (call.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(call.body);
+    }
+    const res = await options.http.request({
+      method: call.method,
+      url: url(call),
+      headers,
+      ...(body === undefined ? {} : { body }),
+      ...(call.maxResponseBytes === undefined ? {} : { maxResponseBytes: call.maxResponseBytes }),
+      ...(call.signal === undefined ? {} : { signal: call.signal }),
+    });
+    const mediaType = mediaTypeOf(res);
+    const answer: LangfuseAnswer = { status: res.status, mediaType, json: undefined };
+    if (res.retryAfterSeconds !== undefined) answer.retryAfterSeconds = res.retryAfterSeconds;
+    if (mayBeJson(mediaType) && res.body.length > 0) {
+      try {
+        answer.json = JSON.parse(res.body.toString('utf8'));
+      } catch {
+        answer.parseError = true;
+      }
+    }
+    if (res.status >= 400) {
+      const code = errorCodeOf(answer.json);
+      if (code !== undefined) answer.errorCode = code;
+    }
+    return answer;
+  }
+
+  function failure(answer: LangfuseAnswer, what: string): TouchstoneError {
+    const where = `Langfuse at ${host} (${what})`;
+    const code = answer.errorCode === undefined ? '' : ` ${answer.errorCode}`;
+    const retry =
+      answer.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: answer.retryAfterSeconds };
+    const s = answer.status;
+    if (s === 429) {
+      return LangfuseErrors.LANGFUSE_RATE_LIMITED(`${where} answered 429${code}`, retry);
+    }
+    // 422 is Langfuse's answer when a ClickHouse query hits its resource limits ("Request timed out").
+    if (s >= 500 || s === 408 || s === 422) {
+      return LangfuseErrors.LANGFUSE_UNAVAILABLE(`${where} answered ${s}${code}`, retry);
+    }
+    if (s === 401 || s === 403) {
+      return LangfuseErrors.LANGFUSE_ACCESS_DENIED(
+        `${where} answered ${s}${code}: the API keys were refused (use the project's public and secret key)`,
+      );
+    }
+    if (s >= 300 && s < 400) {
+      return LangfuseErrors.LANGFUSE_BAD_RESPONSE(
+        `${where} answered a ${s} redirect; configure the final URL as the endpoint`,
+      );
+    }
+    if (s >= 400) {
+      const page =
+        answer.errorCode === undefined && answer.mediaType !== '' ? ` (${answer.mediaType})` : '';
+      return LangfuseErrors.LANGFUSE_REQUEST_REFUSED(`${where} answered ${s}${code}${page}`);
+    }
+    if (!mayBeJson(answer.mediaType)) {
+      return LangfuseErrors.LANGFUSE_BAD_RESPONSE(
+        `${where} answered ${answer.mediaType} instead of JSON; is the endpoint the Langfuse base URL?`,
+      );
+    }
+    if (answer.parseError === true) {
+      return LangfuseErrors.LANGFUSE_BAD_RESPONSE(`${where} answered invalid JSON`);
+    }
+    return LangfuseErrors.LANGFUSE_BAD_RESPONSE(`${where} answered JSON of an unexpected shape`);
+  }
+
+  async function expectOk(call: LangfuseCall): Promise<Record<string, unknown>> {
+    const answer = await send(call);
+    if (answer.status >= 200 && answer.status < 300 && isRecord(answer.json)) return answer.json;
+    throw failure(answer, call.what);
+  }
+
+  return { host, send, expectOk, failure };
+}
