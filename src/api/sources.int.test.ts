@@ -123,7 +123,15 @@ describe('sources over REST', () => {
         'SOURCE_INVALID',
         'spec.auth.sigv4.arn',
       ],
-      [{ variant: 'sagemaker', endpoint: 'https://x.example.com', auth: { sigv4: { arn: 'arn:aws:sagemaker:us-east-1:1:mlflow-tracking-server/t' } } }, 501, 'SOURCE_NOT_SUPPORTED_YET'],
+      [
+        {
+          variant: 'sagemaker',
+          endpoint: 'https://x.example.com',
+          auth: { sigv4: { arn: 'arn:aws:sagemaker:us-east-1:1:mlflow-tracking-server/t' } },
+        },
+        501,
+        'SOURCE_NOT_SUPPORTED_YET',
+      ],
       [{ endpoint: 'http://10.1.2.3:5000' }, 400, 'SOURCE_ENDPOINT_REFUSED'],
       [{ endpoint: 'http://169.254.169.254/latest' }, 400, 'SOURCE_ENDPOINT_REFUSED'],
       [{ maxTraceDuration: '0s' }, 400, 'SOURCE_INVALID', 'spec.maxTraceDuration'],
