@@ -4,6 +4,14 @@ import type { TraceCompleter } from './pipeline.js';
 
 const STOP_TIMEOUT_MS = 10_000;
 
+/**
+ * The worker's old-generation limit. Under a limit below 2 GB, V8 lets an old generation grow less
+ * past its live size before collecting it (1.6× at 1 GB; 4× under Node's default of 4 GB): the
+ * worker's heap under sustained ingest went from 123 to 75 MB, with no measurable CPU cost. A
+ * batch that needs more ends the worker, and completion goes on in-process.
+ */
+const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 1024 };
+
 /** What the completer worker needs to open its own store connection and apply the rules. */
 export interface CompleterWorkerData {
   store: StoreConfig;
@@ -93,7 +101,10 @@ function spawn(data: CompleterWorkerData): Worker {
     // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
     const entry = new URL('./completer-worker.ts', import.meta.url).href;
     const code = `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(entry)}); })`;
-    return new Worker(code, { eval: true, workerData: data });
+    return new Worker(code, { eval: true, workerData: data, resourceLimits: RESOURCE_LIMITS });
   }
-  return new Worker(new URL('./completer-worker.js', import.meta.url), { workerData: data });
+  return new Worker(new URL('./completer-worker.js', import.meta.url), {
+    workerData: data,
+    resourceLimits: RESOURCE_LIMITS,
+  });
 }

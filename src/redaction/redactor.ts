@@ -161,10 +161,9 @@ function setOwn(o: Record<string, unknown>, key: string, value: unknown): void {
   }
 }
 
+/** A shallow copy; spread defines own properties, so a `__proto__` key stays an own property. */
 function copyOf(o: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(o)) setOwn(out, key, o[key]);
-  return out;
+  return { ...o };
 }
 
 class Engine implements Redactor {
@@ -346,7 +345,7 @@ class Engine implements Redactor {
     return this.values.active ? this.plain(s) : s;
   }
 
-  /** Value rules on text; short clean strings that needed RE2 to prove it are remembered. */
+  /** Value rules on text; short clean strings that needed a full scan to prove it are remembered. */
   private plain(s: string): string {
     const mask = this.values.gate(s);
     if (mask === 0) return s;
@@ -372,7 +371,9 @@ class Engine implements Redactor {
   /** False when no key rule and no value rule can change the JSON text `s` (skips parsing). */
   private jsonMayMatter(s: string): boolean {
     if (this.keyHint === undefined || this.values.hasPatterns) return true;
-    return this.keyHint.test(s) || this.values.gate(s) !== 0;
+    // The value checks first: they are cheaper than the key regex, and text they let through is
+    // parsed whatever the regex would say.
+    return this.values.gate(s) !== 0 || this.keyHint.test(s);
   }
 
   /** The object or array `s` holds, or undefined when it holds none. */

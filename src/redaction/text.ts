@@ -115,6 +115,8 @@ const BARE_END = new Set([...' \t\r\n"\',;&)}]'].map((c) => c.charCodeAt(0)));
 /** `s` with the given ranges (pairs, any order, may overlap or touch) each replaced once. */
 export function replaceRanges(s: string, ranges: number[]): string {
   if (ranges.length === 0) return s;
+  // One match is the common case: no pairs to build and sort.
+  if (ranges.length === 2) return s.slice(0, ranges[0]) + REDACTED + s.slice(ranges[1]);
   const pairs: [number, number][] = [];
   for (let i = 0; i + 1 < ranges.length; i += 2) pairs.push([ranges[i]!, ranges[i + 1]!]);
   pairs.sort((a, b) => a[0] - b[0]);
