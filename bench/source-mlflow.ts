@@ -29,10 +29,10 @@ import {
   MLFLOW_PYTHON,
   MLFLOW_SKIP_REASON,
   type MlflowServer,
-  runPython,
   startMlflowServer,
 } from '../test/interop/mlflow/mlflow-server.js';
 import { freePort, type ServerProcess, startServer } from '../test/support/process.js';
+import { runPython } from '../test/support/python.js';
 import { fmt } from './stats.js';
 
 const COUNT = Number(process.env.BENCH_SOURCE_TRACES ?? 10_000);

@@ -9,7 +9,6 @@ import {
   MLFLOW_PYTHON,
   MLFLOW_SKIP_REASON,
   type MlflowServer,
-  runPython,
   startMlflowServer,
 } from './mlflow/mlflow-server.js';
 
@@ -123,6 +122,8 @@ client._tracing_client.store.log_spans(experiment_id, [Span.from_dict(failed)])
 client.set_trace_tag(trace_id, "touchstone.label.reviewed", "yes")
 print("changed")
 `;
+
+import { runPython } from '../support/python.js';
 
 function assessmentValue(score: Score): unknown {
   return score.value ?? score.passed ?? score.label;

@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../support/process.js';
+import { killGroup, runPython } from '../../support/python.js';
 
 /**
  * A real Arize Phoenix server for interop tests, run from the venv that
@@ -54,65 +55,7 @@ export interface FixtureTraces {
   open: OpenTrace;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() =>
-        typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
-function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined || pid <= 0) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/**
- * Runs a Python script of the venv; resolves stdout, rejects with stderr's tail on failure.
- * Asynchronous on purpose: a blocked event loop leaves pooled keep-alive sockets to go stale.
- */
-export function runPython(
-  python: string,
-  args: string[],
-  options: { env?: Record<string, string>; timeoutMs?: number } = {},
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, args, {
-      env: { ...process.env, PYTHONUNBUFFERED: '1', ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      err = (err + c).slice(-8000);
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 240_000);
-    child.once('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) return resolve(out);
-      const tail = err.trim().split('\n').slice(-15).join('\n');
-      reject(new Error(`python ${args[0]} failed (${code ?? signal}):\n${tail}`));
-    });
-  });
-}
-
-/** A Phoenix secret: at least 32 characters with a digit and a lowercase letter. */
+export /** A Phoenix secret: at least 32 characters with a digit and a lowercase letter. */
 function secret(prefix: string): string {
   return `${prefix}-${randomBytes(24).toString('hex')}-0a`;
 }
