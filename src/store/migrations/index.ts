@@ -4,9 +4,19 @@ import { traces } from './0002-traces.js';
 import { webhooks } from './0003-webhooks.js';
 import { online } from './0004-online.js';
 import { sources } from './0005-sources.js';
+import { runs } from './0006-runs.js';
+import { idempotency } from './0007-idempotency.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
  * versions are consecutive, and SQL that differs by dialect branches on `dialect` inside `up`.
  */
-export const MIGRATIONS: readonly Migration[] = [initial, traces, webhooks, online, sources];
+export const MIGRATIONS: readonly Migration[] = [
+  initial,
+  traces,
+  webhooks,
+  online,
+  sources,
+  runs,
+  idempotency,
+];
