@@ -9,6 +9,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   online: async () => (await import('./online.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
+  runs: async () => (await import('./runs.js')).main(),
   webhooks: async () => (await import('./webhooks.js')).main(),
   // A live MLflow server (TOUCHSTONE_INTEROP_MLFLOW_PYTHON) and 10k traces (minutes); by name only.
   'source-mlflow': async () => (await import('./source-mlflow.js')).main(),

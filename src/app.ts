@@ -5,12 +5,14 @@ import { buildServer, Metrics } from './api/index.js';
 import { KeyService } from './auth/index.js';
 import { type Config, isLoopbackListen, splitListen } from './config/index.js';
 import { type Clock, systemClock } from './core/index.js';
+import { createDatasetService, type DatasetService } from './datasets/index.js';
 import {
   createJudges,
   defaultRegistry,
   type EvaluationObserver,
   EvaluationService,
 } from './evaluators/index.js';
+import { IdempotencyService } from './idempotency/index.js';
 import { CompleterThread } from './ingest/completer-thread.js';
 import {
   IngestService,
@@ -29,6 +31,14 @@ import {
 } from './net/index.js';
 import { PolicyEngine, PolicyService, ScoreQueries } from './policies/index.js';
 import { compileRedaction } from './redaction/index.js';
+import {
+  preflightTarget,
+  RunExecutor,
+  RunRetention,
+  RunService,
+  SWEEP_INTERVAL_MS,
+  type TargetDeps,
+} from './runs/index.js';
 import {
   compileOverrides,
   findConnector,
@@ -78,6 +88,15 @@ export interface App {
   readonly sourceManager: SourceManager;
   /** Sends queued write-backs to the sources' stores (`tick()` in tests). */
   readonly writeBacks: WriteBackWriter;
+  readonly runs: RunService;
+  /** Executes runs (started by `listen()`; `drain()` or `tick()` in tests). */
+  readonly runExecutor: RunExecutor;
+  /** Deletes finished runs past `runs.retention` (hourly once listening; `sweep()` in tests). */
+  readonly runRetention: RunRetention;
+  /** Idempotency-Key records (its expiry sweep is started by `listen()`; `sweep()` in tests). */
+  readonly idempotency: IdempotencyService;
+  /** Dataset upload, import and the reader runs use (`read(project, path)`). */
+  readonly datasets: DatasetService;
   /** Starts listening; resolves to the bound address (`127.0.0.1:4318`). */
   listen(): Promise<string>;
   /** Stops accepting, drains in-flight requests (bounded), closes the store. Safe twice. */
@@ -432,6 +451,62 @@ async function assemble(
         value: s.firing ? 1 : 0,
       })),
   );
+  const idempotency = new IdempotencyService({ store, clock, logger });
+  const datasets = createDatasetService(config, {
+    env: deps.env,
+    logger,
+    clock,
+    proxy: proxySettingsFromConfig(config.proxy),
+  });
+  // Targets run under the server's rules: granted variables only, no command targets, private
+  // hosts only when allow-listed.
+  const runTargets: Omit<TargetDeps, 'project'> = {
+    env: deps.env,
+    grants: credentials,
+    allowCommand: false,
+    outbound: {
+      allowHosts: config.runs.allow_hosts,
+      proxy: proxySettingsFromConfig(config.proxy),
+    },
+    clock,
+  };
+  const runExecutor = new RunExecutor({
+    store,
+    clock,
+    registry: evaluation.registry,
+    judge: (name) => evaluation.findJudge(name),
+    events: webhooks.emitter,
+    targets: runTargets,
+    datasets,
+    evaluation: metrics,
+    logger,
+    options: {
+      maxConcurrentRuns: config.runs.max_concurrent,
+      leaseMs: config.runs.lease_timeout,
+    },
+  });
+  const runs = new RunService({
+    store,
+    clock,
+    registry: evaluation.registry,
+    judgeExists: (name) => evaluation.findJudge(name) !== undefined,
+    events: webhooks.emitter,
+    datasets,
+    logger,
+    preflightTarget: (spec, project) =>
+      preflightTarget(spec.target, spec.environment, { ...runTargets, project }),
+    onCreated: () => runExecutor.wake(),
+  });
+  const runRetention = new RunRetention({
+    store,
+    clock,
+    logger,
+    options: {
+      retentionMs: config.runs.retention,
+      projectRetentionMs: config.runs.project_retention,
+      intervalMs: SWEEP_INTERVAL_MS,
+    },
+  });
   const server = await buildServer({
     logger,
     bodyLimit: config.limits.max_body_bytes,
@@ -446,6 +521,9 @@ async function assemble(
     policies,
     scores: new ScoreQueries(store),
     sources,
+    runs,
+    idempotency,
+    datasets,
     ready: async () => {
       await store.ping();
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');
@@ -467,12 +545,16 @@ async function assemble(
         await engine.shutdown();
         await sourceManager.shutdown();
         await writeBacks.shutdown();
+        await runExecutor.shutdown();
+        await runRetention.shutdown();
+        await idempotency.shutdown();
       } finally {
         clearTimeout(timer);
         // Before the store: interrupted attempts are recorded so another replica resends them.
         await webhooks.close();
         await http.close();
         await sourceHttp.close();
+        await datasets.close();
         await store.close();
       }
     })();
@@ -493,6 +575,11 @@ async function assemble(
     sources,
     sourceManager,
     writeBacks,
+    runs,
+    runExecutor,
+    runRetention,
+    idempotency,
+    datasets,
     async listen() {
       const { host, port } = splitListen(config.listen);
       await server.listen({ host, port });
@@ -504,6 +591,9 @@ async function assemble(
         sourceManager.start();
       }
       writeBacks.start();
+      runExecutor.start();
+      runRetention.start();
+      idempotency.start();
       const addr = server.server.address();
       if (addr === null || typeof addr === 'string') return config.listen;
       return addr.family === 'IPv6'

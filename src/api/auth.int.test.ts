@@ -126,7 +126,55 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     call: { method: 'GET', url: '/v1alpha1/traces' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
+  {
+    name: 'create run',
+    call: { method: 'POST', url: '/v1alpha1/runs', body: run('created') },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'validate run',
+    call: { method: 'POST', url: '/v1alpha1/runs?validate_only=true', body: run('dry') },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list runs',
+    call: { method: 'GET', url: '/v1alpha1/runs' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'get run',
+    call: { method: 'GET', url: '/v1alpha1/runs/RUN_KEPT' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list run results',
+    call: { method: 'GET', url: '/v1alpha1/runs/RUN_KEPT/results' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'cancel run',
+    call: { method: 'POST', url: '/v1alpha1/runs/RUN_KEPT:cancel' },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'delete run',
+    call: { method: 'DELETE', url: '/v1alpha1/runs/RUN_DROP' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'upload dataset',
+    call: { method: 'POST', url: '/v1alpha1/datasets/qa/upload', body: { input: 'q' } },
+    allowed: ['editor', 'admin', 'owner'],
+  },
 ];
+
+function run(name: string) {
+  return {
+    name,
+    dataset: { records: [{ input: 'q', output: 'a', reference: 'a' }] },
+    evaluators: [{ ref: 'exact-match' }],
+  };
+}
 
 function source(name: string) {
   return {
@@ -149,6 +197,7 @@ function policy(name: string) {
 describe('API keys and roles (auth section present)', () => {
   let t: TestApp;
   const secrets = {} as Record<Role, string>;
+  let keptRun: string;
 
   beforeAll(async () => {
     t = await testApp({ auth: {}, sources: { allow_hosts: ['127.0.0.1'] } });
@@ -159,6 +208,8 @@ describe('API keys and roles (auth section present)', () => {
     }
     await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
     await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
+    keptRun = (await t.app.runs.create(OPEN_PRINCIPAL, run('kept'), { project: 'p1' })).id;
+    await t.app.runExecutor.drain();
   });
   afterAll(() => t.close());
 
@@ -204,6 +255,15 @@ describe('API keys and roles (auth section present)', () => {
         if (call.url.includes('DELETE_ME')) {
           await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
           call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
+        }
+        if (call.url.includes('RUN_KEPT')) {
+          call = { ...call, url: call.url.replace('RUN_KEPT', keptRun) };
+        }
+        if (call.url.includes('RUN_DROP')) {
+          // A finished run: deletion of pending or running runs is refused for every role.
+          const doomed = await t.app.runs.create(OPEN_PRINCIPAL, run('doomed'), { project: 'p1' });
+          await t.app.runExecutor.drain();
+          call = { ...call, url: call.url.replace('RUN_DROP', doomed.id) };
         }
         const res = await send(call, secrets[role]);
         if (allowed) {

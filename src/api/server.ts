@@ -1,25 +1,33 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
+import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
+import type { IdempotencyService } from '../idempotency/index.js';
 import type { IngestService, TraceQueries } from '../ingest/index.js';
 import type { PolicyService, ScoreQueries } from '../policies/index.js';
+import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
+import { installIdempotency } from './idempotency.js';
 import { parseJsonBody } from './json.js';
 import type { Metrics } from './metrics.js';
+import { datasetRoutes } from './routes/datasets.js';
 import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
 import { otlpRoutes } from './routes/otlp.js';
 import { policyRoutes } from './routes/policies.js';
+import { runRoutes } from './routes/runs.js';
 import { scoreRoutes } from './routes/scores.js';
 import { sourceRoutes } from './routes/sources.js';
 import { traceRoutes } from './routes/traces.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { createFrontServer } from './rpc/front-server.js';
+import { rpcRoutes } from './rpc/plugin.js';
 
 export interface ServerDeps {
   logger: FastifyBaseLogger;
@@ -35,6 +43,10 @@ export interface ServerDeps {
   policies: PolicyService;
   scores: ScoreQueries;
   sources: SourceService;
+  runs: RunService;
+  /** Idempotency-Key on the routes marked `config.idempotency`. */
+  idempotency: IdempotencyService;
+  datasets: DatasetService;
   ready(): Promise<void>;
 }
 
@@ -55,6 +67,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     }),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // HTTP/1.1 and cleartext HTTP/2 (gRPC) on the one port.
+    serverFactory: (handler, options) =>
+      createFrontServer(handler, {
+        keepAliveTimeout: options.keepAliveTimeout as number | undefined,
+        requestTimeout: options.requestTimeout as number | undefined,
+        connectionTimeout: options.connectionTimeout as number | undefined,
+      }),
   });
 
   app.removeAllContentTypeParsers();
@@ -86,6 +105,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   deps.metrics.instrument(app);
   installAuth(app, deps.keys, deps.authRequired);
+  // Before any route: its onRoute hook finds the marked routes as they are registered.
+  installIdempotency(app, deps.idempotency);
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
   await app.register(keyRoutes, { keys: deps.keys });
   await app.register(evaluateRoutes, { evaluation: deps.evaluation });
@@ -94,6 +115,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   await app.register(policyRoutes, { policies: deps.policies });
   await app.register(scoreRoutes, { scores: deps.scores, traces: deps.traces });
   await app.register(sourceRoutes, { sources: deps.sources });
+  await app.register(runRoutes, { runs: deps.runs });
+  await app.register(datasetRoutes, { datasets: deps.datasets });
+  await app.register(rpcRoutes, {
+    datasets: deps.datasets,
+    deleteRun: (principal, project, id) => deps.runs.delete(principal, project, id),
+    idempotency: deps.idempotency,
+    readMaxBytes: deps.datasets.limits.maxUploadBytes + 1024 * 1024,
+  });
   await app.register(otlpRoutes, {
     ingest: deps.ingest,
     bodyLimit: deps.bodyLimit,

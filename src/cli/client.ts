@@ -11,7 +11,12 @@ export class ApiClient {
     private readonly apiKey: string | undefined,
   ) {}
 
-  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Readonly<Record<string, string>> = {},
+  ): Promise<T> {
     const url = new URL(path, this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
     let response: Response;
     try {
@@ -20,6 +25,7 @@ export class ApiClient {
         headers: {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...(this.apiKey === undefined ? {} : { authorization: `Bearer ${this.apiKey}` }),
+          ...headers,
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });

@@ -5,11 +5,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { datasetsCommand } from './datasets.js';
 import { evaluateCommand } from './evaluate.js';
 import { EXIT } from './exit-codes.js';
-import { type CliIO, describeError } from './io.js';
+import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
 import { policyCommand } from './policy.js';
+import { runCommand } from './run.js';
+import { runsCommand } from './runs.js';
 import { scoresCommand } from './scores.js';
 import { serveCommand } from './serve.js';
 import { sourceCommand } from './source.js';
@@ -53,6 +56,9 @@ export async function runCli(
   policyCommand(program, io, stdin);
   scoresCommand(program, io);
   sourceCommand(program, io, stdin);
+  runCommand(program, io, stdin);
+  runsCommand(program, io);
+  datasetsCommand(program, io);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -60,6 +66,8 @@ export async function runCli(
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
     }
+    // A command that already printed its outcome (a run's report) only sets the exit code.
+    if (err instanceof CliExit && err.message === '') return err.code;
     const { code, text } = describeError(err);
     io.stderr.write(`touchstone: ${text}\n`);
     return code;

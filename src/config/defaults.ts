@@ -30,6 +30,16 @@ export const DEFAULTS = {
     dirName: 'secrets',
     maxRecordsPerSecond: 200,
   },
+  datasets: {
+    /** `datasets.root` is `<data_dir>/<dirName>` unless set. */
+    dirName: 'datasets',
+    s3Region: 'us-east-1',
+  },
+  runs: {
+    retention: '2160h',
+    maxConcurrent: 2,
+    leaseTimeout: '30s',
+  },
   judge: {
     maxConcurrency: 4,
     requestsPerSecond: 10,

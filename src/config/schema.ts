@@ -10,6 +10,22 @@ export const CredentialRefSchema = z.strictObject({
 });
 
 /**
+ * Names a secret without holding it: an environment variable, or the file `<secret>/<key>` under
+ * `sources.dir` (read afresh at every use, so a rotated secret applies without a restart).
+ */
+export const SecretRefSchema = z.union([
+  CredentialRefSchema,
+  z.strictObject({
+    file: z
+      .string()
+      .regex(
+        /^(?!\.\.?\/)[A-Za-z0-9._-]{1,253}\/(?!\.\.?$)[A-Za-z0-9._-]{1,253}$/,
+        'expected <secret>/<key>',
+      ),
+  }),
+]);
+
+/**
  * A host pattern in the `allow_hosts` syntax: an exact name, `*.suffix`, an IP literal, a CIDR
  * range, or `*`. (The outbound guard compiles the same syntax; checking it here reports a bad
  * pattern with its path at load.)
@@ -94,6 +110,9 @@ export const JudgeConfigSchema = z.preprocess(
   }),
 );
 export type JudgeConfig = z.infer<typeof JudgeConfigSchema>;
+
+/** A retention: a duration, or `0` (also unquoted in YAML) for "keep forever". */
+const RetentionSchema = z.union([z.literal(0), durationMs]);
 
 export const ConfigSchema = z
   .strictObject({
@@ -207,6 +226,59 @@ export const ConfigSchema = z
           .default(DEFAULTS.sources.maxRecordsPerSecond),
       })
       .prefault({}),
+    /** Uploaded and imported datasets of offline runs (docs/datasets.md). */
+    datasets: z
+      .strictObject({
+        /**
+         * Where datasets are kept: a local directory (default `<data_dir>/datasets`) or an
+         * S3-compatible bucket written `s3://bucket/prefix` (then `datasets.s3` is required).
+         */
+        root: z.string().min(1).optional(),
+        /** The bucket's endpoint and credentials, for an `s3://` root. */
+        s3: z
+          .strictObject({
+            /**
+             * The S3 API endpoint, e.g. `http://minio.internal:9000`; default
+             * `https://s3.<region>.amazonaws.com`. Its host is allowed for outbound calls even
+             * when private or plain http: the operator names it here.
+             */
+            endpoint: z.url().optional(),
+            region: z.string().min(1).default(DEFAULTS.datasets.s3Region),
+            access_key_id: SecretRefSchema,
+            secret_access_key: SecretRefSchema,
+            /** For temporary credentials. */
+            session_token: SecretRefSchema.optional(),
+            /** `<endpoint>/<bucket>/<key>` (true) or `<bucket>.<endpoint host>/<key>` (false). */
+            path_style: z.boolean().default(true),
+          })
+          .optional(),
+      })
+      .prefault({}),
+    /** Offline runs (docs/runs.md): execution, target hosts and retention. */
+    runs: z
+      .strictObject({
+        /** Finished runs are deleted this long after they finished (`0` keeps them forever). */
+        retention: RetentionSchema.prefault(DEFAULTS.runs.retention),
+        /** Per project, instead of `retention` (`0` keeps that project's runs forever). */
+        project_retention: z
+          .record(
+            z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, 'a project name'),
+            RetentionSchema,
+          )
+          .default({}),
+        /** Runs one replica executes at once. */
+        max_concurrent: z.int().min(1).max(64).default(DEFAULTS.runs.maxConcurrent),
+        /** A run's lease: another replica adopts a run this long after its executor stopped. */
+        lease_timeout: durationMs
+          .pipe(z.number().min(1000, 'at least 1s'))
+          .prefault(DEFAULTS.runs.leaseTimeout),
+        /**
+         * Target hosts (`allow_hosts` syntax) that may be private, loopback or plain http; other
+         * targets must be public names.
+         */
+        allow_hosts: z.array(HostPatternSchema).default([]),
+      })
+      .prefault({}),
     /** Which projects (and endpoint hosts) may use which credential references. */
     credentials: z
       .strictObject({
@@ -233,6 +305,31 @@ export const ConfigSchema = z
     default_judge: z.string().optional(),
   })
   .superRefine((c, ctx) => {
+    const s3Root = c.datasets.root?.startsWith('s3://') === true;
+    if (
+      s3Root &&
+      !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^/]+)*\/?$/.test(c.datasets.root ?? '')
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['datasets', 'root'],
+        message: 'expected s3://<bucket>[/<prefix>] with a valid bucket name',
+      });
+    }
+    if (s3Root && c.datasets.s3 === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['datasets', 's3'],
+        message: 'required when datasets.root is an s3:// bucket (endpoint, region, credentials)',
+      });
+    }
+    if (!s3Root && c.datasets.s3 !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['datasets', 's3'],
+        message: 'only used when datasets.root is an s3:// bucket',
+      });
+    }
     if (c.default_judge !== undefined && !(c.default_judge in c.judges)) {
       ctx.addIssue({
         code: 'custom',
@@ -245,6 +342,10 @@ export const ConfigSchema = z
   .transform((c) => ({
     ...c,
     sources: { ...c.sources, dir: c.sources.dir ?? join(c.data_dir, DEFAULTS.sources.dirName) },
+    datasets: {
+      ...c.datasets,
+      root: c.datasets.root ?? join(c.data_dir, DEFAULTS.datasets.dirName),
+    },
   }));
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -7,6 +7,8 @@ import type {
   QueryResult,
   TransactionSettings,
 } from 'kysely';
+import { isTouchstoneError } from '../core/index.js';
+import { StoreErrors } from './error-codes.js';
 import type { StoreDialect } from './ports.js';
 import type { Database } from './schema.js';
 
@@ -48,7 +50,62 @@ export function translatingDialect(inner: Dialect, translate: (err: unknown) => 
   };
 }
 
+/** Socket failures that can only happen once a request was on the wire. */
+const LOST_IN_FLIGHT_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED']);
+
+/**
+ * True when the connection failed while a statement was outstanding, so the server may have
+ * applied it (PostgreSQL: the socket dropped, or the session was terminated, mid-statement;
+ * SQLite: an I/O error, which can strike after the WAL frames were written). Failures before
+ * anything was sent (no connection, a client already known broken, a busy lock) are not.
+ */
+export function lostInFlight(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    return (
+      LOST_IN_FLIGHT_CODES.has(code) ||
+      code === '57P01' ||
+      code === '57P02' ||
+      code === '08006' ||
+      code.startsWith('SQLITE_IOERR')
+    );
+  }
+  return /^Connection terminated( unexpectedly)?$/.test(err.message);
+}
+
+/** Statements that may change data (raw SQL counts unless it is a plain SELECT). */
+function mayWrite(query: CompiledQuery): boolean {
+  switch (query.query.kind) {
+    case 'SelectQueryNode':
+      return false;
+    case 'RawNode':
+      return !/^\s*select\b/i.test(query.sql);
+    default:
+      return true;
+  }
+}
+
+/**
+ * A failure after a write or COMMIT was sent: the caller cannot tell whether it took effect, and
+ * must not treat it as "nothing happened" (the idempotency layer answers it as uncertain).
+ */
+function outcomeUnknown(translated: unknown, raw: unknown): unknown {
+  const what = isTouchstoneError(translated)
+    ? translated.message
+    : 'the database connection failed';
+  return StoreErrors.STORE_OUTCOME_UNKNOWN(
+    `${what}; the write was sent, so whether it took effect is unknown`,
+    { cause: raw },
+  );
+}
+
 class TranslatingConnection implements DatabaseConnection {
+  /** Set between BEGIN and COMMIT/ROLLBACK: a statement's failure there rolls everything back. */
+  inTransaction = false;
+  /** Set when COMMIT failed: Kysely's rollback that follows must not replace that error. */
+  commitFailed = false;
+
   constructor(
     readonly inner: DatabaseConnection,
     private readonly translate: (err: unknown) => unknown,
@@ -58,7 +115,11 @@ class TranslatingConnection implements DatabaseConnection {
     try {
       return await this.inner.executeQuery<R>(compiledQuery);
     } catch (err) {
-      throw this.translate(err);
+      const translated = this.translate(err);
+      if (!this.inTransaction && mayWrite(compiledQuery) && lostInFlight(err)) {
+        throw outcomeUnknown(translated, err);
+      }
+      throw translated;
     }
   }
 
@@ -110,16 +171,43 @@ class TranslatingDriver implements Driver {
     return wrapper;
   }
 
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    return this.guard(this.inner.beginTransaction(this.unwrap(connection), settings));
+  private mark(connection: DatabaseConnection, inTransaction: boolean): void {
+    if (connection instanceof TranslatingConnection) connection.inTransaction = inTransaction;
   }
 
-  commitTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.guard(this.inner.commitTransaction(this.unwrap(connection)));
+  async beginTransaction(
+    connection: DatabaseConnection,
+    settings: TransactionSettings,
+  ): Promise<void> {
+    await this.guard(this.inner.beginTransaction(this.unwrap(connection), settings));
+    this.mark(connection, true);
   }
 
-  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    return this.guard(this.inner.rollbackTransaction(this.unwrap(connection)));
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await this.inner.commitTransaction(this.unwrap(connection));
+    } catch (err) {
+      if (connection instanceof TranslatingConnection) connection.commitFailed = true;
+      const translated = this.translate(err);
+      throw lostInFlight(err) ? outcomeUnknown(translated, err) : translated;
+    } finally {
+      this.mark(connection, false);
+    }
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const afterFailedCommit =
+      connection instanceof TranslatingConnection && connection.commitFailed;
+    if (connection instanceof TranslatingConnection) connection.commitFailed = false;
+    try {
+      await this.guard(this.inner.rollbackTransaction(this.unwrap(connection)));
+    } catch (err) {
+      // After a failed COMMIT the connection is usually gone; the commit's error is the one
+      // that says what happened, and Kysely rethrows whatever this throws instead of it.
+      if (!afterFailedCommit) throw err;
+    } finally {
+      this.mark(connection, false);
+    }
   }
 
   savepoint(

@@ -10,6 +10,11 @@ export const StoreErrors = defineErrors({
     retryable: true,
     doc: 'The database cannot be reached, refused the connection, or is busy; retry later and check the database and `store.url`.',
   },
+  STORE_OUTCOME_UNKNOWN: {
+    kind: 'unavailable',
+    retryable: true,
+    doc: 'The connection to the database failed after a write or COMMIT was sent, so whether it took effect is unknown; check the result before retrying a write that is not idempotent (with an `Idempotency-Key`, retry with the same key).',
+  },
   STORE_CONFLICT: {
     kind: 'aborted',
     retryable: true,

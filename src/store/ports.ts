@@ -699,6 +699,304 @@ export interface SourceStore {
   saveLedger(entry: LedgerEntry): Promise<void>;
 }
 
+/** A run's status: pending → running → one of the four final ones (DECISIONS "States"). */
+export type RunStatus =
+  | 'RUN_STATUS_PENDING'
+  | 'RUN_STATUS_RUNNING'
+  | 'RUN_STATUS_SUCCEEDED'
+  | 'RUN_STATUS_FAILED'
+  | 'RUN_STATUS_ERROR'
+  | 'RUN_STATUS_CANCELLED';
+
+/** An offline run as stored. */
+export interface RunRecord {
+  /** `run_…` */
+  id: string;
+  project: string;
+  name: string;
+  labels: Record<string, string>;
+  status: RunStatus;
+  /** The spec as validated at create; absent in list pages (it may hold inline records). */
+  spec?: Record<string, unknown>;
+  /** The principal that created it (key id, or `open`). */
+  createdBy: string;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  /** Items (records × trials); 0 until the executor has read the dataset. */
+  total: number;
+  /** Items with stored results. */
+  done: number;
+  /** Set with a final status. */
+  summaries?: unknown[];
+  gates?: unknown[];
+  /** Why the run ended in ERROR; safe text. */
+  error?: string;
+  cancelRequested: boolean;
+  /** The replica executing the run and until when; absent once final or released. */
+  leaseHolder?: string;
+  leaseExpiresAt?: string;
+  /** Digest of the records when the run first started. */
+  datasetDigest?: string;
+}
+
+export interface NewRun {
+  id: string;
+  project: string;
+  name: string;
+  labels: Record<string, string>;
+  /** `touchstone.keep: "true"`: never swept by retention. */
+  keep: boolean;
+  spec: Record<string, unknown>;
+  createdBy: string;
+  createdAt: number;
+}
+
+/** What a target produced for one item (record, trial), or why it failed. */
+export interface RunOutput {
+  recordIndex: number;
+  /** 0-based. */
+  trial: number;
+  recordId: string;
+  /** JSON text of {output, trajectory?, usage?}; absent when the target failed. */
+  output?: string;
+  /** Safe text. */
+  error?: string;
+}
+
+/** One evaluator's result for one item. */
+export interface RunResult {
+  recordIndex: number;
+  trial: number;
+  recordId: string;
+  /** Order within the item's results. */
+  position: number;
+  result: Result;
+}
+
+/** One item's results (the results list). */
+export interface RunItemResults {
+  recordIndex: number;
+  trial: number;
+  recordId: string;
+  /** The target's output JSON (runs with a target). */
+  output?: string;
+  error?: string;
+  results: Result[];
+}
+
+/** A batch of finished work, written by the lease holder in one transaction. */
+export interface RunProgress {
+  /** Items whose results are in `results` (each counted once). */
+  done: number;
+  outputs: readonly RunOutput[];
+  results: readonly RunResult[];
+}
+
+export interface RunFinish {
+  status: RunStatus;
+  summaries: unknown[];
+  gates: unknown[];
+  error?: string;
+  finishedAt: number;
+}
+
+export interface RunStore {
+  /** Stores a pending run and its spec; call inside a transaction (two rows). */
+  create(run: NewRun): Promise<RunRecord>;
+  /** The run, with its spec unless `spec: false` (progress polls skip a large spec). */
+  get(id: string, options?: { spec?: boolean }): Promise<RunRecord | undefined>;
+  /**
+   * Runs of one project (all projects when undefined), newest first, without their spec. Throws
+   * INVALID_ARGUMENT for a malformed page token.
+   */
+  list(project: string | undefined, page: PageRequest): Promise<Page<RunRecord>>;
+  /**
+   * Takes the oldest run that is pending, or running with no live lease (its executor died or
+   * let it go), for `holder` until `now + leaseMs`; it becomes RUNNING (`startedAt` kept when
+   * set). One statement (`FOR UPDATE SKIP LOCKED` on PostgreSQL): two replicas never take one run.
+   */
+  claim(holder: string, now: number, leaseMs: number): Promise<RunRecord | undefined>;
+  /** Extends the lease; undefined when `holder` no longer holds it (or the run is final). */
+  renew(
+    id: string,
+    holder: string,
+    now: number,
+    leaseMs: number,
+  ): Promise<{ cancelRequested: boolean } | undefined>;
+  /** Gives the lease up (the run stays RUNNING and is adopted at once). */
+  release(id: string, holder: string): Promise<void>;
+  /** Records the item count, the dataset digest and the items already done; fenced by the lease. */
+  prepare(
+    id: string,
+    holder: string,
+    fields: { total: number; done: number; datasetDigest: string },
+  ): Promise<boolean>;
+  /**
+   * Writes a batch if `holder` still holds the lease of the running run (and renews it): adds
+   * `done`, inserts outputs and results, keeping any already stored for the same key. Returns
+   * false, writing nothing, when the lease is lost. Call inside a transaction.
+   */
+  record(
+    id: string,
+    holder: string,
+    now: number,
+    leaseMs: number,
+    progress: RunProgress,
+  ): Promise<boolean>;
+  /** Items (record, trial) that have results. */
+  finishedItems(id: string): Promise<{ recordIndex: number; trial: number }[]>;
+  /** Every stored output of a run. */
+  outputs(id: string): Promise<RunOutput[]>;
+  /** Every stored result of a run, by (record, trial, position). */
+  allResults(id: string): Promise<RunResult[]>;
+  /** Results grouped by item, by (record, trial). Throws INVALID_ARGUMENT for a bad token. */
+  results(id: string, page: PageRequest): Promise<Page<RunItemResults>>;
+  /**
+   * Sets a final status and clears the lease. With `holder`, only if it holds the lease of the
+   * running run; with undefined, only if the run is not final and no live lease holds it.
+   * Returns the run as finished, or undefined when the condition failed.
+   */
+  finish(
+    id: string,
+    holder: string | undefined,
+    now: number,
+    finish: RunFinish,
+  ): Promise<RunRecord | undefined>;
+  /** Asks the executor of a running run to stop; false when the run is not running. */
+  requestCancel(id: string): Promise<boolean>;
+  /**
+   * Deletes a final run without a live lease, with its outputs and results. Call inside a
+   * transaction. `not_finished` when it is pending, running or leased.
+   */
+  delete(id: string, now: number): Promise<'deleted' | 'not_found' | 'not_finished'>;
+  /**
+   * Up to `limit` finished runs not labelled keep, finished before `finishedBefore`, oldest
+   * first; limited to `projects`, or excluding `exceptProjects`.
+   */
+  expired(
+    filter: {
+      finishedBefore: number;
+      projects?: readonly string[];
+      exceptProjects?: readonly string[];
+    },
+    limit: number,
+  ): Promise<{ id: string; project: string }[]>;
+}
+
+/** Where an Idempotency-Key applies: one caller, one operation, one key. */
+export interface IdempotencyScope {
+  /** The API key id, `<kind>:<subject>` for other identities, or `anonymous` without auth. */
+  principal: string;
+  /** A stable operation name (`runs.create`, `webhooks.apply`, …). */
+  operation: string;
+  /** The Idempotency-Key as sent. */
+  key: string;
+}
+
+/**
+ * `in_flight`: a request holds the key and runs; `completed`: its outcome is stored for replay;
+ * `uncertain`: the request ended without anyone knowing whether its write happened.
+ */
+export type IdempotencyState = 'in_flight' | 'completed' | 'uncertain';
+
+/** A stored outcome: what a replay answers. */
+export interface IdempotencyOutcome {
+  /** HTTP status; 0 marks a stored error (body: `{code, message, details}`) of a non-HTTP caller. */
+  status: number;
+  /** Only what a replay needs (`content-type`). */
+  headers: Record<string, string>;
+  body: Uint8Array;
+  /** Top-level response fields left out of `body` because they are returned only once. */
+  withheld?: string[];
+}
+
+/** A new in-flight reservation. Times are epoch ms. */
+export interface IdempotencyReservation extends IdempotencyScope {
+  /** Digest of the request (method, path, query, body): a changed payload has another. */
+  digest: string;
+  /** Fencing token: only its holder may complete, release or renew the reservation. */
+  token: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface IdempotencyRecord extends IdempotencyReservation {
+  state: IdempotencyState;
+  /** The holder's last sign of life (in flight); a holder that stops renewing it died. */
+  heartbeatAt: number;
+  /** Completed records only. */
+  outcome?: IdempotencyOutcome;
+}
+
+/** Keys held by a (principal, operation) scope and the bytes of their stored outcomes. */
+export interface IdempotencyUsage {
+  keys: number;
+  bytes: number;
+}
+
+export interface IdempotencyEviction {
+  maxKeys: number;
+  maxBytes: number;
+  /** In-flight records renewed at or after this (epoch ms) are live and never evicted. */
+  liveSince: number;
+  /** A key never evicted (the one just completed). */
+  keep?: string;
+}
+
+/**
+ * Idempotency-Key records. Methods that read then write (`lockScope`, `get`, `insert`,
+ * `evict`) are meant to run in one transaction; the conditional updates are single statements
+ * fenced by the reservation's token.
+ */
+export interface IdempotencyStore {
+  /**
+   * Serializes writers of one (principal, operation) scope until the transaction ends (an
+   * advisory lock on PostgreSQL; SQLite transactions are serialized already), so eviction and
+   * reservation under concurrency see each other. Call inside `withTransaction`.
+   */
+  lockScope(principal: string, operation: string): Promise<void>;
+  get(scope: IdempotencyScope): Promise<IdempotencyRecord | undefined>;
+  /** Inserts an in-flight record. Throws ALREADY_EXISTS when the key is taken. */
+  insert(reservation: IdempotencyReservation): Promise<void>;
+  /**
+   * Stores the outcome and its new expiry if `token` still holds the in-flight record; false
+   * (nothing written) when it was taken over, evicted or expired meanwhile.
+   */
+  complete(
+    scope: IdempotencyScope,
+    token: string,
+    outcome: IdempotencyOutcome,
+    expiresAt: number,
+  ): Promise<boolean>;
+  /** In flight under `token` → uncertain. */
+  markUncertain(scope: IdempotencyScope, token: string): Promise<boolean>;
+  /** In flight or uncertain under `fromToken` → in flight under `toToken`, renewed at `now`. */
+  takeOver(
+    scope: IdempotencyScope,
+    fromToken: string,
+    toToken: string,
+    now: number,
+  ): Promise<boolean>;
+  heartbeat(scope: IdempotencyScope, token: string, now: number): Promise<boolean>;
+  /** Deletes the in-flight record held by `token` (a retry may then run the request again). */
+  release(scope: IdempotencyScope, token: string): Promise<boolean>;
+  /** Deletes the record whatever its state (an expired one). */
+  delete(scope: IdempotencyScope): Promise<boolean>;
+  usage(principal: string, operation: string): Promise<IdempotencyUsage>;
+  /**
+   * Deletes a scope's oldest records (by creation) until it holds at most `maxKeys` keys and
+   * `maxBytes` of outcomes, skipping live in-flight records and `keep`. Returns what remains.
+   */
+  evict(
+    principal: string,
+    operation: string,
+    limits: IdempotencyEviction,
+  ): Promise<IdempotencyUsage & { evicted: number }>;
+  /** Deletes up to `limit` records expired at `now`, oldest expiry first; returns how many. */
+  deleteExpired(now: number, limit: number): Promise<number>;
+}
+
 /**
  * The repositories, each bound to either the store or one transaction. Later areas add theirs
  * here (traces, work items, outbox, …) so one transaction can write all of them.
@@ -715,6 +1013,8 @@ export interface Repositories {
   readonly alerts: AlertStore;
   readonly budgets: JudgeBudgetStore;
   readonly sources: SourceStore;
+  readonly runs: RunStore;
+  readonly idempotency: IdempotencyStore;
 }
 
 /** Repositories bound to one open transaction: every call runs inside it. */

@@ -2,11 +2,13 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../core/index.js';
 import { KyselyAlertStore } from './alerts.js';
 import { KyselyApiKeyStore } from './api-keys.js';
+import { KyselyIdempotencyStore } from './idempotency.js';
 import { KyselyJudgeBudgetStore } from './judge-budgets.js';
 import { KyselyLeaseStore } from './leases.js';
 import { KyselyPolicyStore } from './policies.js';
 import type { Repositories, StoreDialect } from './ports.js';
 import { KyselyResultStore } from './results.js';
+import { KyselyRunStore } from './runs.js';
 import type { Database } from './schema.js';
 import { KyselySourceStore } from './sources.js';
 import { KyselyTraceStore } from './traces.js';
@@ -35,5 +37,7 @@ export function createRepositories(db: Kysely<Database>, ctx: RepositoryContext)
     alerts: new KyselyAlertStore(db, ctx.dialect),
     budgets: new KyselyJudgeBudgetStore(db),
     sources: new KyselySourceStore(db, ctx.dialect),
+    runs: new KyselyRunStore(db, ctx.dialect),
+    idempotency: new KyselyIdempotencyStore(db, ctx.dialect),
   };
 }

@@ -259,6 +259,92 @@ export interface WriteBackLedgerTable {
   value_digest: string;
 }
 
+export interface RunsTable {
+  /** `run_…` */
+  id: string;
+  project: string;
+  name: string;
+  /** JSON object of label → value. */
+  labels: string;
+  /** 1 when labelled `touchstone.keep: "true"` (never swept by retention). */
+  keep: number;
+  /** `RUN_STATUS_*`. */
+  status: string;
+  created_by: string;
+  created_at: number;
+  started_at: number | null;
+  /** Set with a final status. */
+  finished_at: number | null;
+  /** Records × trials; 0 until the executor has read the dataset. */
+  total: number;
+  /** Items (record, trial) with stored results. */
+  done: number;
+  /** JSON arrays, set with a final status. */
+  summaries: string | null;
+  gates: string | null;
+  /** Why the run ended in ERROR (safe text). */
+  error: string | null;
+  /** 0 or 1: `:cancel` asked the executor holding the run to stop. */
+  cancel_requested: number;
+  /** The replica executing the run, and until when (null once final or released). */
+  lease_holder: string | null;
+  lease_expires_at: number | null;
+  /** Digest of the records at the first start: an adopted run refuses a changed dataset. */
+  dataset_digest: string | null;
+}
+
+export interface RunSpecsTable {
+  run_id: string;
+  /** JSON of the run spec as validated at create (kept apart: the run's row is updated often). */
+  spec: string;
+}
+
+export interface RunOutputsTable {
+  run_id: string;
+  record_index: number;
+  trial: number;
+  record_id: string;
+  /** JSON {output, trajectory?, usage?}; null when the target failed. */
+  output: string | null;
+  error: string | null;
+}
+
+export interface RunResultsTable {
+  run_id: string;
+  record_index: number;
+  trial: number;
+  evaluator: string;
+  position: number;
+  record_id: string;
+  outcome: string;
+  /** JSON: the Result. */
+  result: string;
+}
+
+export interface IdempotencyKeysTable {
+  principal: string;
+  operation: string;
+  key: string;
+  /** sha256 hex of the request (method, path, query, body). */
+  digest: string;
+  /** `in_flight`, `completed` or `uncertain`. */
+  state: string;
+  /** The holder's fencing token. */
+  token: string;
+  created_at: number;
+  heartbeat_at: number;
+  expires_at: number;
+  /** The stored outcome: set when completed. */
+  status: number | null;
+  /** JSON object of the headers a replay sends. */
+  headers: string | null;
+  body: Buffer | null;
+  /** JSON array of response fields withheld from `body`. */
+  withheld: string | null;
+  /** What the outcome counts against the scope's byte budget. */
+  bytes: number;
+}
+
 export interface Database {
   schema_migrations: SchemaMigrationsTable;
   api_keys: ApiKeysTable;
@@ -278,4 +364,9 @@ export interface Database {
   source_traces: SourceTracesTable;
   write_backs: WriteBacksTable;
   write_back_ledger: WriteBackLedgerTable;
+  runs: RunsTable;
+  run_specs: RunSpecsTable;
+  run_outputs: RunOutputsTable;
+  run_results: RunResultsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

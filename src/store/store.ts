@@ -16,10 +16,12 @@ import { type Migration, migrationsApplied } from './migrate.js';
 import type {
   AlertStore,
   ApiKeyStore,
+  IdempotencyStore,
   JudgeBudgetStore,
   LeaseStore,
   PolicyStore,
   ResultStore,
+  RunStore,
   SourceStore,
   Store,
   StoreDialect,
@@ -75,6 +77,8 @@ export class KyselyStore implements Store {
   readonly alerts: AlertStore;
   readonly budgets: JudgeBudgetStore;
   readonly sources: SourceStore;
+  readonly runs: RunStore;
+  readonly idempotency: IdempotencyStore;
   private readonly guarded: Kysely<Database>;
   private closing: Promise<void> | undefined;
 
@@ -99,6 +103,8 @@ export class KyselyStore implements Store {
     this.alerts = repositories.alerts;
     this.budgets = repositories.budgets;
     this.sources = repositories.sources;
+    this.runs = repositories.runs;
+    this.idempotency = repositories.idempotency;
   }
 
   private checkUsable(): void {

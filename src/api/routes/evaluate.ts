@@ -8,7 +8,7 @@ export async function evaluateRoutes(
   app: FastifyInstance,
   { evaluation }: { evaluation: EvaluationService },
 ): Promise<void> {
-  app.post('/v1alpha1/evaluate', async (request) => {
+  app.post('/v1alpha1/evaluate', { config: { idempotency: 'evaluate' } }, async (request) => {
     const body = parse(EvaluateRequestSchema, request.body);
     authorize(request.principal, 'evaluate', body.project);
     const results = await evaluation.evaluate(body);

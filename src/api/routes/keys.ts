@@ -13,7 +13,9 @@ export async function keyRoutes(
   app: FastifyInstance,
   { keys }: { keys: KeyService },
 ): Promise<void> {
-  app.post('/v1alpha1/keys', async (request) => {
+  // The generated secret is returned once: never stored, never replayed.
+  const create = { idempotency: 'keys.create', idempotencyWithhold: ['secret'] };
+  app.post('/v1alpha1/keys', { config: create }, async (request) => {
     const body = parse(CreateKeySchema, request.body);
     return keys.create(request.principal, body);
   });

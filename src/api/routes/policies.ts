@@ -16,7 +16,7 @@ export async function policyRoutes(
   app: FastifyInstance,
   { policies }: { policies: PolicyService },
 ): Promise<void> {
-  app.post('/v1alpha1/policies', async (request) =>
+  app.post('/v1alpha1/policies', { config: { idempotency: 'policies.apply' } }, async (request) =>
     policies.apply(request.principal, request.body, applyOptions(request.query as Query)),
   );
 

@@ -14,7 +14,7 @@ export async function sourceRoutes(
   app: FastifyInstance,
   { sources }: { sources: SourceService },
 ): Promise<void> {
-  app.post('/v1alpha1/sources', async (request) =>
+  app.post('/v1alpha1/sources', { config: { idempotency: 'sources.apply' } }, async (request) =>
     sources.apply(request.principal, request.body, applyOptions(request.query as Query)),
   );
 

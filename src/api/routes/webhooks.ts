@@ -13,7 +13,9 @@ export async function webhookRoutes(
   app: FastifyInstance,
   { webhooks }: { webhooks: WebhookService },
 ): Promise<void> {
-  app.post('/v1alpha1/webhooks', async (request) => {
+  // A generated signing secret is returned once: never stored with the outcome, never replayed.
+  const apply = { idempotency: 'webhooks.apply', idempotencyWithhold: ['secret'] };
+  app.post('/v1alpha1/webhooks', { config: apply }, async (request) => {
     return webhooks.apply(request.principal, request.body, applyOptions(request.query as Query));
   });
 
@@ -31,10 +33,14 @@ export async function webhookRoutes(
     return webhooks.get(request.principal, one(request.query as Query, 'project'), name);
   });
 
-  app.delete('/v1alpha1/webhooks/:name', async (request) => {
-    const { name } = request.params as { name: string };
-    return webhooks.delete(request.principal, one(request.query as Query, 'project'), name);
-  });
+  app.delete(
+    '/v1alpha1/webhooks/:name',
+    { config: { idempotency: 'webhooks.delete' } },
+    async (request) => {
+      const { name } = request.params as { name: string };
+      return webhooks.delete(request.principal, one(request.query as Query, 'project'), name);
+    },
+  );
 
   app.post('/v1alpha1/webhooks/:name(^[^/]+)::test', async (request) => {
     const { name } = request.params as { name: string };

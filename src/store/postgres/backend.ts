@@ -55,6 +55,12 @@ export function createPostgresBackend(options: PostgresBackendOptions): StoreBac
       'an idle PostgreSQL connection failed; it will be replaced',
     );
   });
+  // pg-pool removes its listener while a client is checked out, so a connection lost mid-query
+  // would be an uncaught 'error' that ends the process. The same failure rejects the query,
+  // which is where it is reported (and classified: see lostInFlight in ../backend.ts).
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
 
   return {
     dialect: 'postgres',

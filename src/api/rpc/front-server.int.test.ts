@@ -1,0 +1,94 @@
+import { connect as connectHttp2 } from 'node:http2';
+import { connect as connectTcp } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFrontServer } from './front-server.js';
+
+/** HTTP/1.1 and h2c on one listening port, including prefaces that arrive in pieces. */
+
+describe('front server', () => {
+  const server = createFrontServer((req, res) => {
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`${req.httpVersion} ${req.method} ${req.url} ${bytes}`);
+    });
+  });
+  let port = 0;
+
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  /** Writes raw bytes in pieces, a pause between them, and returns what came back. */
+  const raw = (pieces: (string | Buffer)[]) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connectTcp(port, '127.0.0.1');
+      let out = '';
+      socket.on('data', (d: Buffer) => {
+        out += d.toString('latin1');
+      });
+      socket.on('end', () => resolve(out));
+      socket.on('error', reject);
+      socket.on('connect', async () => {
+        for (const piece of pieces) {
+          socket.write(piece);
+          await new Promise((r) => setTimeout(r, 30));
+        }
+      });
+    });
+
+  it('serves HTTP/1.1, also when the first bytes could still be an HTTP/2 preface', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/a`, {
+      method: 'POST',
+      body: 'x'.repeat(70_000),
+    });
+    expect(await res.text()).toBe('1.1 POST /a 70000');
+    // "P" could begin "PRI * HTTP/2.0": the decision waits for the next byte.
+    const split = await raw([
+      'P',
+      'OST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi',
+    ]);
+    expect(split).toContain('1.1 POST /b 2');
+  });
+
+  it('serves cleartext HTTP/2 with prior knowledge', async () => {
+    const session = connectHttp2(`http://127.0.0.1:${port}`);
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const req = session.request({ ':method': 'POST', ':path': '/c' });
+        let body = '';
+        req.setEncoding('utf8');
+        req.on('data', (d: string) => {
+          body += d;
+        });
+        req.on('end', () => resolve(body));
+        req.on('error', reject);
+        req.end(Buffer.alloc(3_000_000));
+      });
+      expect(answer).toBe('2.0 POST /c 3000000');
+    } finally {
+      session.close();
+    }
+  });
+
+  it('closes open HTTP/2 sessions when the server closes', async () => {
+    const other = createFrontServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const session = connectHttp2(`http://127.0.0.1:${(other.address() as { port: number }).port}`);
+    await new Promise<void>((resolve, reject) => {
+      const req = session.request({ ':path': '/' });
+      req.on('response', () => resolve());
+      req.on('error', reject);
+      req.resume();
+      req.end();
+    });
+    const closedSession = new Promise<void>((resolve) => session.once('close', () => resolve()));
+    await new Promise<void>((resolve) => other.close(() => resolve()));
+    await closedSession;
+  });
+});

@@ -1,0 +1,156 @@
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import {
+  createServer as createHttp2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+} from 'node:http2';
+import type { Socket } from 'node:net';
+import { Duplex } from 'node:stream';
+
+/**
+ * One port for HTTP/1.1 and cleartext HTTP/2 (h2c with prior knowledge, which gRPC clients
+ * use). Node serves either protocol on a socket but not both, so the HTTP/1.1 server's own
+ * connection handler is wrapped: it peeks at the first bytes of each connection and hands a
+ * connection that opens with the HTTP/2 preface to an HTTP/2 server, everything else to the
+ * HTTP/1.1 server. Both run the same request handler (Fastify's, through `serverFactory`).
+ * The server has no TLS listener today; one would choose the protocol by ALPN instead.
+ */
+
+/** Fastify's request handler; it serves HTTP/2 compatibility requests as well at run time. */
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface FrontServerOptions {
+  keepAliveTimeout?: number;
+  requestTimeout?: number;
+  connectionTimeout?: number;
+  /** Longest wait for a connection's first bytes before it is treated as HTTP/1.1. */
+  prefaceTimeoutMs?: number;
+}
+
+/** Flow-control window: with HTTP/2's default 64 KiB, a large upload stalls on WINDOW_UPDATEs. */
+const WINDOW_BYTES = 8 * 1024 * 1024;
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/** 'h2' when the bytes open with the HTTP/2 preface, 'h1' when they cannot, undefined if unsure yet. */
+function protocolOf(head: Buffer): 'h1' | 'h2' | undefined {
+  const n = Math.min(head.length, PREFACE.length);
+  if (head.subarray(0, n).equals(PREFACE.subarray(0, n))) {
+    return n === PREFACE.length ? 'h2' : undefined;
+  }
+  return 'h1';
+}
+
+/**
+ * The socket as a stream that first yields the bytes already read from it. The HTTP/2 session
+ * reads from the socket's native handle, past anything pushed back onto the JS stream, so it gets
+ * this wrapper instead (Node runs an HTTP/2 session over any duplex stream). The cost: an HTTP/2
+ * request's `socket.remoteAddress` is unknown (nothing reads it today).
+ */
+function replay(socket: Socket, head: Buffer): Duplex {
+  const stream = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _encoding, callback) {
+      socket.write(chunk, callback);
+    },
+    final(callback) {
+      socket.end(callback);
+    },
+    destroy(err, callback) {
+      socket.destroy(err ?? undefined);
+      callback(err);
+    },
+  });
+  stream.push(head);
+  socket.on('data', (chunk: Buffer) => {
+    if (!stream.push(chunk)) socket.pause();
+  });
+  socket.once('end', () => stream.push(null));
+  socket.once('error', (err) => stream.destroy(err));
+  socket.once('close', () => stream.destroy());
+  return stream;
+}
+
+/**
+ * Returns an `http.Server` (what Fastify expects from `serverFactory`) that also speaks h2c.
+ * `close()`, `closeIdleConnections()` and `closeAllConnections()` also close the HTTP/2
+ * sessions (gracefully, with GOAWAY, or at once).
+ */
+export function createFrontServer(handler: Handler, options: FrontServerOptions = {}): Server {
+  const h1 = createHttpServer(handler);
+  if (options.keepAliveTimeout !== undefined) h1.keepAliveTimeout = options.keepAliveTimeout;
+  if (options.requestTimeout !== undefined) h1.requestTimeout = options.requestTimeout;
+  if (options.connectionTimeout !== undefined && options.connectionTimeout > 0) {
+    h1.setTimeout(options.connectionTimeout);
+  }
+  const h2 = createHttp2Server(
+    { settings: { initialWindowSize: WINDOW_BYTES } },
+    handler as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  );
+  const sessions = new Set<Http2Session>();
+  h2.on('session', (session) => {
+    session.once('localSettings', () => session.setLocalWindowSize(WINDOW_BYTES));
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+
+  const serveH1 = h1.listeners('connection') as ((socket: Socket) => void)[];
+  h1.removeAllListeners('connection');
+  const prefaceTimeoutMs = options.prefaceTimeoutMs ?? 10_000;
+
+  h1.on('connection', (socket: Socket) => {
+    let head = Buffer.alloc(0);
+    const decide = (to: 'h1' | 'h2') => {
+      socket.removeListener('data', onData);
+      socket.removeListener('end', onEnd);
+      socket.removeListener('error', onError);
+      clearTimeout(timer);
+      if (to === 'h2') {
+        h2.emit('connection', replay(socket, head));
+        return;
+      }
+      socket.pause();
+      // The peeked bytes go back in front of the stream; the HTTP/1.1 parser reads them first.
+      if (head.length > 0) socket.unshift(head);
+      for (const listener of serveH1) listener.call(h1, socket);
+      socket.resume();
+    };
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const protocol = protocolOf(head);
+      if (protocol !== undefined) decide(protocol);
+    };
+    const onEnd = () => decide('h1');
+    const onError = () => socket.destroy();
+    const timer = setTimeout(() => decide('h1'), prefaceTimeoutMs);
+    timer.unref();
+    socket.on('data', onData);
+    socket.once('end', onEnd);
+    socket.once('error', onError);
+  });
+
+  const closeIdle = h1.closeIdleConnections.bind(h1);
+  const closeAll = h1.closeAllConnections.bind(h1);
+  const close = h1.close.bind(h1);
+  h1.closeIdleConnections = () => {
+    for (const session of sessions) session.close();
+    closeIdle();
+  };
+  h1.closeAllConnections = () => {
+    for (const session of sessions) session.destroy();
+    closeAll();
+  };
+  h1.close = ((callback?: (err?: Error) => void) => {
+    for (const session of sessions) session.close();
+    return close(callback);
+  }) as typeof h1.close;
+  return h1;
+}

@@ -1,0 +1,383 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import YAML from 'yaml';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { isFinal, runView } from '../runs/index.js';
+import { ApiClient } from './client.js';
+import { EXIT, type ExitCode } from './exit-codes.js';
+import { CliExit, type CliIO } from './io.js';
+import {
+  duration,
+  exitCodeFor,
+  fmt,
+  type LocalRuns,
+  openLocalRuns,
+  type RunJson,
+  runReport,
+  statusText,
+} from './runs.js';
+import type { TargetFlags } from './target.js';
+
+/**
+ * `touchstone run -f spec.yaml`: creates a run and, by default, waits for it with a progress
+ * display, then prints the summaries and gates and exits 0 (SUCCEEDED), 3 (FAILED: a gate), 1
+ * (ERROR, CANCELLED) or 2 (a bad spec). Without `--server` the run executes in this process on the
+ * local data dir; with one, the server executes it and the CLI polls.
+ */
+
+export interface RunFlags extends TargetFlags {
+  file: string;
+  project?: string;
+  /** `--wait` (the default) or `--no-wait`; commander leaves it unset when neither is given. */
+  wait?: boolean;
+  idempotencyKey?: string;
+}
+
+type Writable = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+
+/**
+ * Progress on stderr (stdout stays for the report and `--json`): on a terminal one bar redrawn in
+ * place (items = records × trials done of total, rate, ETA), otherwise a plain line at most every
+ * `plainEveryMs` and when the count reaches the total.
+ */
+export class ProgressDisplay {
+  private readonly tty: boolean;
+  private first: { at: number; done: number } | undefined;
+  private lastLine: number | undefined;
+  private lastDone = -1;
+  private drawn = false;
+
+  constructor(
+    private readonly out: Writable,
+    private readonly now: () => number = Date.now,
+    private readonly plainEveryMs = 5_000,
+  ) {
+    this.tty = out.isTTY === true;
+  }
+
+  update(done: number, total: number, status: string): void {
+    // Before the executor has read the dataset the total is not known yet.
+    if (total === 0) return;
+    const t = this.now();
+    if (this.first === undefined || done < this.first.done) this.first = { at: t, done };
+    const elapsed = (t - this.first.at) / 1000;
+    const rate = elapsed > 0 ? (done - this.first.done) / elapsed : 0;
+    const eta = rate > 0 && total > done ? ((total - done) / rate) * 1000 : undefined;
+    const pct = total > 0 ? Math.floor((done / total) * 100) : 0;
+    const stats = `${done}/${total} items (${pct}%)  ${rate > 0 ? `${fmt(rate, 1)}/s` : '-/s'}  ETA ${eta === undefined ? '-' : duration(eta)}`;
+    if (this.tty) {
+      const width = 24;
+      const filled = total > 0 ? Math.round((done / total) * width) : 0;
+      const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
+      this.out.write(`\r\x1b[K${statusText(status).toLowerCase()} ${bar} ${stats}`);
+      this.drawn = true;
+      return;
+    }
+    const finished = done === total && done !== this.lastDone;
+    const due = this.lastLine === undefined || t - this.lastLine >= this.plainEveryMs;
+    if ((!due && !finished) || done === this.lastDone) return;
+    this.lastLine = t;
+    this.lastDone = done;
+    this.out.write(`progress: ${stats}\n`);
+  }
+
+  /** Ends the bar's line so what follows starts clean. */
+  end(): void {
+    if (this.tty && this.drawn) this.out.write('\n');
+    this.drawn = false;
+  }
+}
+
+/** The spec file as a value; YAML syntax errors are usage errors naming line and column. */
+export function readSpec(file: string, stdin: () => string): unknown {
+  let text: string;
+  try {
+    text = file === '-' ? stdin() : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliExit(EXIT.USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`);
+  }
+  const docs = YAML.parseAllDocuments(text);
+  const list = Array.isArray(docs) ? docs : [docs];
+  const values: unknown[] = [];
+  for (const doc of list) {
+    const error = doc.errors[0];
+    if (error !== undefined) {
+      const pos = error.linePos?.[0];
+      throw new CliExit(
+        EXIT.USAGE,
+        `${file} is not YAML or JSON${pos === undefined ? '' : ` (line ${pos.line}, column ${pos.col})`}: ${error.code}`,
+      );
+    }
+    const value: unknown = doc.toJS();
+    if (value !== null && value !== undefined) values.push(value);
+  }
+  if (values.length !== 1) {
+    throw new CliExit(
+      EXIT.USAGE,
+      `${file} must hold exactly one run spec (found ${values.length} documents)`,
+    );
+  }
+  return values[0];
+}
+
+/** How the CLI reaches runs: a server over REST, or the local data dir in this process. */
+export interface RunsBackend {
+  /** Validates and creates the run (a bad spec throws with every bad field named). */
+  create(spec: unknown, project: string | undefined): Promise<RunJson>;
+  /** Resolves once the run is final, reporting progress; `signal` stops waiting. */
+  wait(id: string, onProgress: (run: RunJson) => void, signal: AbortSignal): Promise<RunJson>;
+  /** The run with its summaries and gates. */
+  get(id: string): Promise<RunJson>;
+  cancel(id: string): Promise<RunJson>;
+  /** The first page of the run's results (one item per record and trial). */
+  results(id: string): Promise<ResultItem[]>;
+  close(): Promise<void>;
+}
+
+/** One (record, trial) of a run's results, as far as the report reads it. */
+export interface ResultItem {
+  recordId?: string;
+  trial?: number;
+  error?: string;
+  results?: { evaluator: string; outcome: string; reason?: string }[];
+}
+
+/** Distinct failure reasons among results, most frequent first: why a run scored nothing. */
+export function errorReasons(items: readonly ResultItem[], max = 3): string[] {
+  const counts = new Map<string, number>();
+  for (const item of items) {
+    const reasons =
+      item.error !== undefined
+        ? [item.error]
+        : (item.results ?? [])
+            .filter((r) => r.outcome === 'OUTCOME_ERROR' && r.reason !== undefined)
+            .map((r) => `${r.evaluator}: ${r.reason}`);
+    for (const reason of new Set(reasons)) counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  }
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, max)
+    .map(([reason, n]) => `${n}× ${reason}`);
+}
+
+const POLL_MS = 1_000;
+/** Results read to explain errors in the report. */
+const RESULTS_SAMPLE = 200;
+
+/** A server's runs, polled over REST. */
+export function remoteRuns(
+  client: ApiClient,
+  project: string | undefined,
+  idempotencyKey?: string,
+): RunsBackend {
+  const q = project === undefined ? '' : `?project=${encodeURIComponent(project)}`;
+  const path = (id: string, suffix = '') => `v1alpha1/runs/${encodeURIComponent(id)}${suffix}${q}`;
+  return {
+    create: (spec) =>
+      client.call<RunJson>(
+        'POST',
+        `v1alpha1/runs${q}`,
+        spec,
+        idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey },
+      ),
+    async wait(id, onProgress, signal) {
+      for (;;) {
+        // Polls without the spec: a run with a large inline dataset would resend it every second.
+        const run = await client.call<RunJson>(
+          'GET',
+          `${path(id)}${q === '' ? '?' : '&'}view=basic`,
+        );
+        onProgress(run);
+        if (isFinal(run.status)) return run;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, POLL_MS);
+          function done() {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', done);
+            resolve();
+          }
+          signal.addEventListener('abort', done, { once: true });
+        });
+        signal.throwIfAborted();
+      }
+    },
+    get: (id) => client.call<RunJson>('GET', path(id)),
+    cancel: (id) => client.call<RunJson>('POST', path(id, ':cancel')),
+    async results(id) {
+      const sep = q === '' ? '?' : '&';
+      const page = await client.call<{ results?: ResultItem[] }>(
+        'GET',
+        `${path(id, '/results')}${sep}page_size=${RESULTS_SAMPLE}`,
+      );
+      return page.results ?? [];
+    },
+    async close() {},
+  };
+}
+
+/**
+ * The local data dir's runs, executed in this process: the executor claims the run (and any run
+ * an interrupted `touchstone run` left in the same data dir, which it resumes) and works until
+ * nothing is left; progress is read from the store as the executor writes it.
+ */
+export function localRuns(runs: LocalRuns): RunsBackend {
+  let draining: Promise<void> | undefined;
+  return {
+    create: (spec, project) =>
+      runs.service.create(OPEN_PRINCIPAL, spec, project === undefined ? {} : { project }),
+    async wait(id, onProgress, signal) {
+      draining ??= runs.executor.drain();
+      const following = new AbortController();
+      const onAbort = () => following.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const follow = runs.executor.waitFor(id, {
+        onProgress: (r) => onProgress(runView(r, false)),
+        signal: following.signal,
+      });
+      const drained = draining.then(async () => {
+        // Nothing left to claim: the run is final, or its execution failed and it stays leased.
+        const run = await runs.service.progress(OPEN_PRINCIPAL, undefined, id);
+        if (!isFinal(run.status)) {
+          throw new CliExit(
+            EXIT.ERROR,
+            `run ${id} stopped before finishing (${statusText(run.status)}); run \`touchstone run\` again on this data dir to resume it once its lease lapses`,
+          );
+        }
+      });
+      try {
+        await Promise.race([follow, drained]);
+        return runView(await follow, false);
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        following.abort();
+        follow.catch(() => undefined);
+        drained.catch(() => undefined);
+      }
+    },
+    get: (id) => runs.service.get(OPEN_PRINCIPAL, undefined, id),
+    cancel: (id) => runs.service.cancel(OPEN_PRINCIPAL, undefined, id),
+    async results(id) {
+      const page = await runs.service.results(OPEN_PRINCIPAL, undefined, id, {
+        pageSize: RESULTS_SAMPLE,
+      });
+      return page.items as ResultItem[];
+    },
+    close: () => runs.close(),
+  };
+}
+
+export function runCommand(program: Command, io: CliIO, stdin: () => string): void {
+  program
+    .command('run')
+    .description(
+      'Run an evaluation from a run spec and wait for it; exit 0 when it SUCCEEDED, 3 when a gate failed, 1 on ERROR or CANCELLED, 2 on a bad spec.',
+    )
+    .requiredOption('-f, --file <file>', 'run spec, YAML or JSON (- for stdin)')
+    .option('-p, --project <name>', 'project, unless the spec names one')
+    .option(
+      '--server <url>',
+      'server URL (default: $TOUCHSTONE_SERVER; without one the run executes here, on the local data dir)',
+    )
+    .option('--wait', 'wait until the run is final (the default)')
+    .option('--no-wait', 'with --server: print the created run and return at once')
+    .option('-c, --config <file>', 'YAML config file (embedded mode: judges, grants)')
+    .option('--data-dir <dir>', 'data directory (embedded mode, default ./.touchstone)')
+    .option('--json', 'print the final run as JSON')
+    .option(
+      '--idempotency-key <key>',
+      'with --server: create the run under this Idempotency-Key, so a retried command (e.g. a re-run CI job with the same key) gets the same run instead of a second one',
+    )
+    .action(async (flags: RunFlags) => {
+      const code = await runSpec(flags, io, stdin);
+      if (code !== EXIT.OK) throw new CliExit(code, '');
+    });
+}
+
+/** The whole `run` command; resolves to its exit code. */
+export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): Promise<ExitCode> {
+  const spec = readSpec(flags.file, stdin);
+  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
+  const remote = server !== undefined && server !== '';
+  const wait = flags.wait !== false;
+  if (!remote && !wait) {
+    throw new CliExit(
+      EXIT.USAGE,
+      '--no-wait needs --server: without a server the run executes in this process',
+    );
+  }
+  const backend: RunsBackend = remote
+    ? remoteRuns(
+        new ApiClient(server, io.env.TOUCHSTONE_API_KEY),
+        flags.project,
+        flags.idempotencyKey,
+      )
+    : localRuns(
+        await openLocalRuns(flags, io, {
+          baseDir: flags.file === '-' ? resolve('.') : dirname(resolve(flags.file)),
+        }),
+      );
+  try {
+    const created = await backend.create(spec, flags.project);
+    if (!wait) {
+      io.stdout.write(
+        flags.json
+          ? `${JSON.stringify(created, null, 2)}\n`
+          : `created run ${created.id} (${statusText(created.status)}); follow it with: touchstone runs get ${created.id}\n`,
+      );
+      return EXIT.OK;
+    }
+    const progress = new ProgressDisplay(io.stderr as Writable);
+    io.stderr.write(
+      `run ${created.id} "${created.name}" (project ${created.project}) ${remote ? `on ${server}` : 'executing here'}\n`,
+    );
+    const stop = new AbortController();
+    let interrupted = false;
+    io.onShutdownSignal(async () => {
+      interrupted = true;
+      if (remote) {
+        stop.abort();
+        return;
+      }
+      // Embedded: the run cannot continue without this process, so it is cancelled.
+      await backend.cancel(created.id).catch(() => undefined);
+    });
+    let final: RunJson;
+    try {
+      final = await backend.wait(
+        created.id,
+        (run) => progress.update(run.progress.done, run.progress.total, run.status),
+        stop.signal,
+      );
+    } catch (err) {
+      progress.end();
+      if (interrupted && remote) {
+        io.stderr.write(
+          `stopped waiting; run ${created.id} continues on the server (touchstone runs cancel ${created.id} stops it)\n`,
+        );
+        return EXIT.ERROR;
+      }
+      throw err;
+    }
+    progress.end();
+    const full = await backend.get(final.id);
+    if (flags.json) {
+      io.stdout.write(`${JSON.stringify(full, null, 2)}\n`);
+      return exitCodeFor(full.status);
+    }
+    let report = runReport(full);
+    const failed = ((full.summaries ?? []) as unknown as { counts?: { error: number } }[]).some(
+      (s) => (s.counts?.error ?? 0) > 0,
+    );
+    if (failed) {
+      const reasons = errorReasons(await backend.results(full.id).catch(() => []));
+      if (reasons.length > 0) {
+        report += `\n\nmost frequent errors (GET /v1alpha1/runs/${full.id}/results lists every item):\n${reasons.map((r) => `  ${r}`).join('\n')}`;
+      }
+    }
+    io.stdout.write(`${report}\n`);
+    return exitCodeFor(full.status);
+  } finally {
+    await backend.close();
+  }
+}

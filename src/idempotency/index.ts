@@ -1,0 +1,44 @@
+/**
+ * @module idempotency
+ * Idempotency-Key handling for retryable writes, REST and RPC alike: the key's scope (principal,
+ * operation, key) and request digest, the atomic reservation, stored outcomes replayed for 24
+ * hours, the per-scope limits (1024 keys, 64 MiB) and their eviction, uncertain outcomes, the
+ * limits of keyed write streams, and the expiry sweep. Imports core, auth types and store ports;
+ * never api/ (the Fastify hook that applies it to marked routes lives in api/idempotency.ts).
+ */
+export { IdempotencyErrors } from './error-codes.js';
+export {
+  IDEMPOTENCY_DEFAULTS,
+  type IdempotencyOptions,
+  KEYED_STREAM_LIMITS,
+  MIB,
+  type StreamLimits,
+} from './limits.js';
+export {
+  ERROR_OUTCOME_STATUS,
+  errorFromOutcome,
+  errorOutcome,
+  isOutcomeUnknown,
+  isStoredError,
+  outcomeUncertain,
+  secretNotReplayed,
+  withhold,
+} from './outcome.js';
+export {
+  EMPTY_SHA256,
+  IDEMPOTENCY_HEADER,
+  parseIdempotencyKey,
+  principalId,
+  REPLAYED_HEADER,
+  requestDigest,
+  sha256Hex,
+} from './request.js';
+export {
+  type Begun,
+  type ExecuteResult,
+  HeldKey,
+  type IdempotencyLogger,
+  IdempotencyService,
+  type IdempotencyServiceDeps,
+} from './service.js';
+export { type KeyedStream, readKeyedStream, unaryDigest } from './stream.js';
