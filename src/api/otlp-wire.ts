@@ -1,5 +1,6 @@
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import type { ErrorKind } from '../core/index.js';
+import type { RejectedSpan } from '../ingest/index.js';
 
 /**
  * OTLP/HTTP response bodies (Buffers: Fastify would serialize a bare Uint8Array as JSON), in the encoding of the request (protobuf or JSON):
@@ -50,6 +51,32 @@ export function exportResponse(
     w.join();
   }
   return Buffer.from(w.finish());
+}
+
+/**
+ * Where the machine-readable list of refused spans starts in a partial success's `error_message`:
+ * a line `rejected_spans=` followed by a JSON array of `{index, traceId?, spanId?, reason}`, so a
+ * client (the Python logging SDK) can fail exactly the records the server refused. Exporters that
+ * only log the message still get a readable first line.
+ */
+export const REJECTED_SPANS_PREFIX = 'rejected_spans=';
+
+/** The partial-success `error_message`: the reasons, then the refused spans one by one. */
+export function partialSuccessMessage(
+  rejected: number,
+  reasons: readonly string[],
+  spans: readonly RejectedSpan[],
+): string {
+  if (rejected === 0) return '';
+  const summary = `${rejected} spans rejected: ${reasons.join('; ')}`;
+  if (spans.length === 0) return summary;
+  const listed = spans.map((s) => ({
+    index: s.index,
+    ...(s.traceId === undefined ? {} : { traceId: s.traceId }),
+    ...(s.spanId === undefined ? {} : { spanId: s.spanId }),
+    reason: s.reason,
+  }));
+  return `${summary}\n${REJECTED_SPANS_PREFIX}${JSON.stringify(listed)}`;
 }
 
 export function statusBody(

@@ -3,7 +3,9 @@ import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { agentTrace, jsonBody, protobufBody, recordSpans } from '../../test/support/otel.js';
+import { storeVariants } from '../../test/support/stores.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { REJECTED_SPANS_PREFIX } from './otlp-wire.js';
 
 const PB = { 'content-type': 'application/x-protobuf' };
 const JSON_CT = { 'content-type': 'application/json' };
@@ -182,5 +184,123 @@ describe('OTLP/HTTP ingest', () => {
     const value = root?.attributes['input.value'] as string;
     expect(value.length).toBeLessThan(70 * 1024);
     expect(value).toMatch(/truncated/);
+  });
+});
+
+/** The refused spans a partial success lists after its `rejected_spans=` line. */
+function listedRejections(message: string): unknown[] {
+  const line = message.split('\n').find((l) => l.startsWith(REJECTED_SPANS_PREFIX));
+  return line === undefined ? [] : JSON.parse(line.slice(REJECTED_SPANS_PREFIX.length));
+}
+
+describe.each(storeVariants())('OTLP/HTTP partial success and projects on $name', (variant) => {
+  let t: TestApp;
+  let open: TestApp;
+  let ingestKey: string;
+  let dispose: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    const a = await variant.open();
+    const b = await variant.open();
+    dispose = [a.dispose, b.dispose];
+    t = await testApp({ ...a.overrides, auth: {}, traces: { completion_grace: '0s' } });
+    open = await testApp({ ...b.overrides, traces: { completion_grace: '0s' } });
+    ingestKey = (await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: ['ingest'] }))
+      .secret;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await open?.close();
+    for (const d of dispose) await d();
+  });
+
+  const post = (app: TestApp, url: string, body: Buffer | string, json: boolean, key?: string) =>
+    app.app.server.inject({
+      method: 'POST',
+      url,
+      payload: body,
+      headers: {
+        ...(json ? JSON_CT : PB),
+        ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+      },
+    });
+
+  it('lists each refused span (position, ids, reason) after the readable reasons, in JSON', async () => {
+    const spans = recordSpans({ 'service.name': 'partial' }, (tr) => {
+      agentTrace(tr);
+      agentTrace(tr);
+    });
+    const body = JSON.parse(jsonBody(spans));
+    const list = body.resourceSpans[0].scopeSpans[0].spans;
+    const zeroSpan = list[1];
+    const goodTrace = list[3].traceId;
+    zeroSpan.spanId = '0'.repeat(16);
+    list[4].traceId = 'zz';
+    const res = await post(t, '/v1/traces', JSON.stringify(body), true, ingestKey);
+    expect(res.statusCode).toBe(200);
+    const partial = res.json().partialSuccess;
+    expect(partial.rejectedSpans).toBe('2');
+    const [first] = partial.errorMessage.split('\n');
+    expect(first).toBe(
+      '2 spans rejected: span with an all-zero span id; ' +
+        'span with a trace id that is not 16 bytes (32 hex characters)',
+    );
+    expect(listedRejections(partial.errorMessage)).toEqual([
+      {
+        index: 1,
+        traceId: zeroSpan.traceId,
+        spanId: '0000000000000000',
+        reason: 'span with an all-zero span id',
+      },
+      {
+        index: 4,
+        spanId: list[4].spanId,
+        reason: 'span with a trace id that is not 16 bytes (32 hex characters)',
+      },
+    ]);
+    // The rest of the request is stored.
+    expect(await t.app.store.traces.spans('p1', goodTrace)).toHaveLength(2);
+  });
+
+  it('lists refused spans in protobuf answers too, and sends no list when nothing was refused', async () => {
+    const spans = recordSpans({ 'service.name': 'partial-pb' }, (tr) => agentTrace(tr));
+    const child = spans.find((s) => s.name.startsWith('chat'));
+    const childIndex = spans.indexOf(child as (typeof spans)[number]);
+    const { traceId, spanId } = child?.spanContext() ?? { traceId: '', spanId: '' };
+    const body = protobufBody(spans);
+    const at = body.indexOf(Buffer.from(spanId, 'hex'));
+    expect(at).toBeGreaterThan(0);
+    body.fill(0, at, at + 8);
+    const res = await post(t, '/v1/traces', body, false, ingestKey);
+    expect(res.statusCode).toBe(200);
+    const partial = partialSuccess(res.rawPayload);
+    expect(partial.rejected).toBe(1);
+    expect(listedRejections(partial.message)).toEqual([
+      {
+        index: childIndex,
+        traceId,
+        spanId: '0000000000000000',
+        reason: 'span with an all-zero span id',
+      },
+    ]);
+
+    const clean = await post(t, '/v1/traces', protobufBody(spans), false, ingestKey);
+    expect(clean.rawPayload.length).toBe(0);
+  });
+
+  it('stores into ?project= when the caller may write there, and refuses another project of a key', async () => {
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'sdk' }, (tr) => {
+      traceId = agentTrace(tr);
+    });
+    const res = await post(open, '/v1/traces?project=notebooks', protobufBody(spans), false);
+    expect(res.statusCode).toBe(200);
+    expect(await open.app.store.traces.spans('notebooks', traceId)).toHaveLength(3);
+    expect(await open.app.store.traces.spans('default', traceId)).toHaveLength(0);
+
+    const mine = await post(t, '/v1/traces?project=p1', protobufBody(spans), false, ingestKey);
+    expect(mine.statusCode).toBe(200);
+    const other = await post(t, '/v1/traces?project=p2', protobufBody(spans), false, ingestKey);
+    expect(other.statusCode).toBe(403);
+    expect(await t.app.store.traces.spans('p2', traceId)).toHaveLength(0);
   });
 });

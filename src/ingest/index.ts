@@ -33,7 +33,7 @@ export {
 } from './pipeline.js';
 export { TraceQueries } from './queries.js';
 export { traceSummaryView } from './summary.js';
-export type { DecodedSpans, DecodeOptions } from './types.js';
+export type { DecodedSpans, DecodeOptions, RejectedSpan } from './types.js';
 export { normalizeTrace };
 
 /**

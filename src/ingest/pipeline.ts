@@ -7,7 +7,7 @@ import type {
   SpanBatch,
   Store,
 } from '../store/index.js';
-import type { DecodedSpans } from './types.js';
+import type { DecodedSpans, RejectedSpan } from './types.js';
 
 /**
  * The ingest pipeline: decoded spans → redaction → durable write (spans + open trace rows, one
@@ -41,6 +41,8 @@ export interface IngestResult {
   accepted: number;
   rejected: number;
   rejectReasons: string[];
+  /** Which spans were refused (position and ids), when the decoder listed them. */
+  rejectedSpans: RejectedSpan[];
 }
 
 export interface IngestDeps {
@@ -61,6 +63,7 @@ export class IngestService {
       accepted: decoded.spans.length,
       rejected: decoded.rejected,
       rejectReasons: decoded.rejectReasons,
+      rejectedSpans: decoded.rejectedSpans ?? [],
     };
     if (decoded.spans.length === 0) return base;
 

@@ -1,4 +1,5 @@
 import type { Span } from '../core/index.js';
+import type { RejectedSpan } from './otlp/rejections.js';
 
 /** What an OTLP decoder hands the pipeline: valid spans, and what it refused (partial success). */
 export interface DecodedSpans {
@@ -7,6 +8,8 @@ export interface DecodedSpans {
   rejected: number;
   /** Distinct reasons, for the OTLP partial-success message; never span content. */
   rejectReasons: string[];
+  /** The refused spans one by one (position and ids, at most 1000); absent when none was. */
+  rejectedSpans?: RejectedSpan[];
 }
 
 export interface DecodeOptions {
@@ -15,3 +18,4 @@ export interface DecodeOptions {
 }
 
 export type { NormalizedTrace, TraceSummary } from '../core/index.js';
+export type { RejectedSpan } from './otlp/rejections.js';

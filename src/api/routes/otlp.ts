@@ -8,8 +8,14 @@ import {
   IngestErrors,
   type IngestService,
 } from '../../ingest/index.js';
+import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
-import { exportResponse, OTLP_CONTENT_TYPE, otlpEncodingOf } from '../otlp-wire.js';
+import {
+  exportResponse,
+  OTLP_CONTENT_TYPE,
+  otlpEncodingOf,
+  partialSuccessMessage,
+} from '../otlp-wire.js';
 
 export interface OtlpRouteDeps {
   ingest: IngestService;
@@ -54,7 +60,10 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       },
     },
     async (request, reply) => {
-      const project = authorize(request.principal, 'traces.write');
+      // `?project=` lets a caller without a key project (no auth on loopback) pick one; a key
+      // naming another project than its own is refused by authorize.
+      const asked = one(request.query as Query, 'project');
+      const project = authorize(request.principal, 'traces.write', asked || undefined);
       const encoding = otlpEncodingOf(request.headers['content-type']);
       if (inFlight >= deps.maxInFlight) {
         throw ApiErrors.OVERLOADED('the server is busy storing other requests; retry shortly', {
@@ -73,10 +82,11 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
           { project, labels: { ...request.principal.labels }, source: '' },
           decoded,
         );
-        const message =
-          result.rejected > 0
-            ? `${result.rejected} spans rejected: ${result.rejectReasons.join('; ')}`
-            : '';
+        const message = partialSuccessMessage(
+          result.rejected,
+          result.rejectReasons,
+          result.rejectedSpans,
+        );
         return reply
           .type(OTLP_CONTENT_TYPE[encoding])
           .send(exportResponse(encoding, result.rejected, message));

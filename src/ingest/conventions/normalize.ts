@@ -9,6 +9,7 @@ import {
 } from '../../core/index.js';
 import { textView } from './precedence.js';
 import { labelsFrom } from './reader.js';
+import { sdkRecordFields } from './touchstone-sdk.js';
 import { buildTrace, type SpanNode, type StepDraft, toSteps } from './trajectory.js';
 import { decodeJsonEncoded, durationMs, isObject, isoOf, withParseCache } from './values.js';
 
@@ -120,6 +121,14 @@ function context(steps: readonly StepDraft[]): unknown[] {
   return out;
 }
 
+function firstSdkFields(ordered: readonly SpanNode[]) {
+  for (const n of ordered) {
+    const fields = sdkRecordFields(n.span);
+    if (fields !== undefined) return fields;
+  }
+  return undefined;
+}
+
 /**
  * Reads the spans of one trace (any order, any mix of conventions, possibly still without its
  * root) into the Record evaluators see and the trace's summary. Never throws: spans whose
@@ -150,6 +159,8 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   // as text views (the question, the answer) when they are chat transcripts.
   const traceIoNode = root?.reading.traceIo ? root : ordered.find((n) => n.reading.traceIo);
   const traceIo = traceIoNode?.reading.traceIo;
+  // Fields the logging SDK states outright are the record as its caller meant it: kept as sent.
+  const sdk = (root && sdkRecordFields(root.span)) ?? firstSdkFields(ordered);
   let input = traceIo?.input;
   let output = traceIo?.output;
   if (root) {
@@ -161,6 +172,8 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   output ??= llmSteps[llmSteps.length - 1]?.output;
   if (input !== undefined) input = textView(input, 'input');
   if (output !== undefined) output = textView(output, 'output');
+  if (sdk?.input !== undefined) input = sdk.input;
+  if (sdk?.output !== undefined) output = sdk.output;
 
   let minStart: bigint | undefined;
   let maxEnd: bigint | undefined;
@@ -180,7 +193,7 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   const userNode = root?.reading.user ? root : ordered.find((n) => n.reading.user);
   const head = root ?? earliest;
 
-  const metadata: Record<string, unknown> = {};
+  const metadata: Record<string, unknown> = { ...sdk?.metadata };
   const service = head ? serviceName(head.span) : '';
   if (service) metadata.service = service;
   if (head) metadata.rootSpan = head.span.name;
@@ -191,6 +204,7 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   const tools = distinct(trajectory.filter((s) => s.type === 'tool').map((s) => s.name));
   if (tools.length > 0) metadata.tools = tools;
   const conventions = distinct(tree.nodes.flatMap((n) => n.reading.conventions));
+  if (sdk !== undefined) conventions.push('touchstone-sdk');
   if (conventions.length > 0) metadata.conventions = conventions;
   if (options.project) metadata.project = options.project;
 
@@ -198,7 +212,9 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   if (input !== undefined) record.input = input;
   if (output !== undefined) record.output = output;
   const docs = context(steps);
-  if (docs.length > 0) record.context = docs;
+  if (sdk?.context !== undefined) record.context = sdk.context;
+  else if (docs.length > 0) record.context = docs;
+  if (sdk?.reference !== undefined) record.reference = sdk.reference;
   record.provenance = { traceId };
 
   const failed = tree.nodes.some((n) => n.reading.failed) || trajectory.some((s) => s.error !== '');

@@ -93,6 +93,7 @@ export function decodeOtlpJson(text: string, options: DecodeOptions): DecodedSpa
     spans: decoder.spans,
     rejected: decoder.rejections.count,
     rejectReasons: decoder.rejections.reasons,
+    ...(decoder.rejections.count > 0 ? { rejectedSpans: decoder.rejections.spans } : {}),
   };
 }
 
@@ -367,7 +368,11 @@ class JsonDecoder {
       spanId === undefined ||
       parent === undefined
     ) {
-      this.rejections.add(problem ?? REJECT.traceIdInvalid);
+      this.rejections.add(problem ?? REJECT.traceIdInvalid, {
+        index: this.spans.length + this.rejections.count,
+        ...(traceId ? { traceId } : {}),
+        ...(spanId ? { spanId } : {}),
+      });
       return;
     }
 

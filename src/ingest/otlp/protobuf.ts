@@ -83,6 +83,7 @@ export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): De
     spans: decoder.spans,
     rejected: decoder.rejections.count,
     rejectReasons: decoder.rejections.reasons,
+    ...(decoder.rejections.count > 0 ? { rejectedSpans: decoder.rejections.spans } : {}),
   };
 }
 
@@ -519,7 +520,11 @@ class ProtobufDecoder {
                 ? REJECT.parentSpanIdInvalid
                 : linkProblem;
     if (problem !== undefined) {
-      this.rejections.add(problem);
+      this.rejections.add(problem, {
+        index: this.spans.length + this.rejections.count,
+        ...(traceLen === 16 ? { traceId: this.hex(traceAt, 16) } : {}),
+        ...(spanLen === 8 ? { spanId: this.hex(spanAt, 8) } : {}),
+      });
       return;
     }
 

@@ -15,13 +15,32 @@ export const REJECT = {
 
 export type RejectReason = (typeof REJECT)[keyof typeof REJECT];
 
+/**
+ * One refused span, so a client can tell which of its records failed: its position in the request
+ * (spans counted from 0 in request order across every resourceSpans and scopeSpans) and its ids
+ * as sent, when they have the right length. Never span content.
+ */
+export interface RejectedSpan {
+  index: number;
+  traceId?: string;
+  spanId?: string;
+  reason: RejectReason;
+}
+
+/** Refused spans listed one by one at most; past it only the count and reasons grow. */
+export const MAX_LISTED_REJECTIONS = 1000;
+
 /** Counts refused spans and keeps each distinct reason once, in first-seen order. */
 export class Rejections {
   count = 0;
   readonly reasons: string[] = [];
+  readonly spans: RejectedSpan[] = [];
 
-  add(reason: RejectReason): void {
+  add(reason: RejectReason, where?: Omit<RejectedSpan, 'reason'>): void {
     this.count++;
     if (!this.reasons.includes(reason)) this.reasons.push(reason);
+    if (where !== undefined && this.spans.length < MAX_LISTED_REJECTIONS) {
+      this.spans.push({ ...where, reason });
+    }
   }
 }

@@ -1,0 +1,223 @@
+/**
+ * The Python logging SDK (sdk/python): the caller-side cost of `log()` (µs per call, p50/p99) and
+ * the records/s it exports, first to a sink that answers at once (what the SDK itself can do), then
+ * to the compiled `touchstone serve` (SQLite, its own process: what is stored end to end). Needs
+ * TOUCHSTONE_SDK_PYTHON (the SDK's test venv); with TOUCHSTONE_INTEROP_MLFLOW_PYTHON also set, the
+ * same record is logged with the MLflow SDK to a live MLflow tracking server in the same run, and
+ * the ratios are printed. Budgets (DESIGN §7): log() ≤ 20 µs per call, ≥ 20k records/s exported.
+ *
+ * Knobs: BENCH_SDK_CALLS (20000 timed calls), BENCH_SDK_RECORDS (100000 exported records),
+ * BENCH_MLFLOW_RECORDS (3000: MLflow exports a few hundred traces per second).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MLFLOW_PYTHON, startMlflowServer } from '../test/interop/mlflow/mlflow-server.js';
+import { freePort } from '../test/support/process.js';
+import { runPython } from '../test/support/python.js';
+import { fmt } from './stats.js';
+
+const SDK_PYTHON = process.env.TOUCHSTONE_SDK_PYTHON || undefined;
+const CALLS = Number(process.env.BENCH_SDK_CALLS ?? 20_000);
+const RECORDS = Number(process.env.BENCH_SDK_RECORDS ?? 100_000);
+const MLFLOW_RECORDS = Number(process.env.BENCH_MLFLOW_RECORDS ?? 3000);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SDK_SRC = join(ROOT, 'sdk', 'python', 'src');
+
+interface SdkFigures {
+  log_p50_us: number;
+  log_p99_us: number;
+  log_mean_us: number;
+  log_batch_us_per_row: number;
+  records: number;
+  failed: number;
+  records_per_s: number;
+  queue_full_retries: number;
+}
+
+interface MlflowFigures {
+  version: string;
+  log_trace_p50_us: number;
+  log_trace_p99_us: number;
+  span_p50_us: number;
+  span_p99_us: number;
+  records: number;
+  records_per_s: number;
+}
+
+function load(): string {
+  return loadavg()
+    .map((l) => fmt(l, 1))
+    .join(' ');
+}
+
+function lastJson<T>(stdout: string): T {
+  const line = stdout.trim().split('\n').pop() ?? '{}';
+  return JSON.parse(line) as T;
+}
+
+/** An OTLP receiver that answers 200 at once: the SDK's own ceiling. */
+async function startSink(): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    req.on('data', () => undefined);
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': 0 });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, server };
+}
+
+/** Compiles the server as `npm run build` does, into bench/out/sdk-server. */
+function buildServer(): string | undefined {
+  const out = join(ROOT, 'bench', 'out', 'sdk-server');
+  rmSync(out, { recursive: true, force: true });
+  const tsc = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-p',
+      'tsconfig.build.json',
+      '--outDir',
+      out,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  if (tsc.status !== 0) console.log(`(tsc reported errors; measuring what it emitted)`);
+  const main = join(out, 'main.js');
+  return existsSync(main) ? main : undefined;
+}
+
+async function startBuiltServer(
+  main: string,
+  dataDir: string,
+  port: number,
+): Promise<ChildProcess> {
+  writeFileSync(join(dataDir, 'config.yaml'), 'log_level: warn\n');
+  const proc = spawn(
+    process.execPath,
+    [
+      main,
+      'serve',
+      '--data-dir',
+      dataDir,
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--config',
+      join(dataDir, 'config.yaml'),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  proc.stdout?.on('data', (d) => {
+    out += d;
+  });
+  proc.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const deadline = Date.now() + 60_000;
+  while (!out.includes('listening on')) {
+    if (Date.now() > deadline || proc.exitCode !== null) {
+      proc.kill('SIGKILL');
+      throw new Error(`server did not start:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return proc;
+}
+
+async function sdkRun(python: string, endpoint: string): Promise<SdkFigures> {
+  const stdout = await runPython(
+    python,
+    [join(ROOT, 'bench', 'sdk-python', 'sdk_bench.py'), endpoint, String(CALLS), String(RECORDS)],
+    { env: { PYTHONPATH: SDK_SRC }, timeoutMs: 900_000 },
+  );
+  return lastJson<SdkFigures>(stdout);
+}
+
+function printSdk(label: string, f: SdkFigures): void {
+  console.log(
+    `${label}: log() p50 ${fmt(f.log_p50_us, 1)} µs, p99 ${fmt(f.log_p99_us, 1)} µs, mean ` +
+      `${fmt(f.log_mean_us, 1)} µs; log_batch ${fmt(f.log_batch_us_per_row, 1)} µs/row; exported ` +
+      `${fmt(f.records_per_s, 0)} records/s (${f.records - f.failed}/${f.records} stored, ` +
+      `${f.queue_full_retries} queue-full retries) [load ${load()}]`,
+  );
+}
+
+export async function main(): Promise<void> {
+  if (SDK_PYTHON === undefined) {
+    console.log(
+      'skipped: TOUCHSTONE_SDK_PYTHON is not set (the python of a venv with sdk/python/requirements-dev.txt)',
+    );
+    return;
+  }
+  const sink = await startSink();
+  let sdkServer: SdkFigures | undefined;
+  try {
+    printSdk('sink answering at once', await sdkRun(SDK_PYTHON, sink.url));
+  } finally {
+    sink.server.close();
+  }
+
+  const main = buildServer();
+  if (main === undefined) {
+    console.log('touchstone serve: skipped (tsc emitted no bench/out/sdk-server/main.js)');
+  } else {
+    const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-sdk-'));
+    const port = await freePort();
+    const proc = await startBuiltServer(main, dataDir, port);
+    try {
+      sdkServer = await sdkRun(SDK_PYTHON, `http://127.0.0.1:${port}`);
+      printSdk('touchstone serve (SQLite, compiled)', sdkServer);
+    } finally {
+      proc.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }
+  console.log(
+    `budget: log() ≤ 20 µs per call, ≥ 20000 records/s exported (DESIGN §7)${
+      sdkServer === undefined
+        ? ''
+        : `; measured p50 ${fmt(sdkServer.log_p50_us, 1)} µs, ${fmt(sdkServer.records_per_s, 0)} records/s to the server`
+    }`,
+  );
+
+  if (MLFLOW_PYTHON === undefined) {
+    console.log('MLflow: skipped (TOUCHSTONE_INTEROP_MLFLOW_PYTHON is not set)');
+    return;
+  }
+  const mlflow = await startMlflowServer(MLFLOW_PYTHON, { maxSeconds: 1800 });
+  try {
+    const stdout = await runPython(
+      MLFLOW_PYTHON,
+      [
+        join(ROOT, 'bench', 'sdk-python', 'mlflow_bench.py'),
+        mlflow.base,
+        String(Math.min(CALLS, 2000)),
+        String(MLFLOW_RECORDS),
+      ],
+      { timeoutMs: 900_000 },
+    );
+    const m = lastJson<MlflowFigures>(stdout);
+    console.log(
+      `MLflow ${m.version} (tracking server, async trace logging): log_trace() p50 ` +
+        `${fmt(m.log_trace_p50_us, 1)} µs, p99 ${fmt(m.log_trace_p99_us, 1)} µs; start_span block ` +
+        `p50 ${fmt(m.span_p50_us, 1)} µs, p99 ${fmt(m.span_p99_us, 1)} µs; exported ` +
+        `${fmt(m.records_per_s, 0)} traces/s (${m.records}) [load ${load()}]`,
+    );
+    if (sdkServer !== undefined) {
+      console.log(
+        `ratio: MLflow log_trace() / touchstone log() per call ${fmt(m.log_trace_p50_us / sdkServer.log_p50_us, 1)}× ` +
+          `(p50), start_span block ${fmt(m.span_p50_us / sdkServer.log_p50_us, 1)}×; touchstone exports ` +
+          `${fmt(sdkServer.records_per_s / m.records_per_s, 1)}× MLflow's records/s`,
+      );
+    }
+  } finally {
+    await mlflow.stop();
+  }
+}
