@@ -11,7 +11,7 @@ import {
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO } from './io.js';
 import { configFromFlags } from './serve.js';
-import { type TargetFlags, targetOptions } from './target.js';
+import { remoteOrLocal, type TargetFlags, targetOptions } from './target.js';
 
 interface DatasetFlags extends TargetFlags {
   name: string;
@@ -57,65 +57,8 @@ function readUpload(file: string): Buffer {
   return readFileSync(file);
 }
 
-/** A REST or Connect call with a raw or JSON body; errors as the other commands print them. */
-async function send<T>(
-  server: string,
-  path: string,
-  init: { body: Buffer | string; contentType: string; apiKey?: string; idempotencyKey?: string },
-): Promise<T> {
-  const url = new URL(path, server.endsWith('/') ? server : `${server}/`);
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': init.contentType,
-        ...(init.apiKey === undefined ? {} : { authorization: `Bearer ${init.apiKey}` }),
-        ...(init.idempotencyKey === undefined ? {} : { 'idempotency-key': init.idempotencyKey }),
-      },
-      body: init.body,
-    });
-  } catch (err) {
-    const cause = (err as Error).cause instanceof Error ? ((err as Error).cause as Error) : err;
-    throw new CliExit(
-      EXIT.ERROR,
-      `cannot reach the server at ${server} (${(cause as Error).message}); is \`touchstone serve\` running?`,
-    );
-  }
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === '' ? {} : JSON.parse(text);
-  } catch {
-    throw new CliExit(
-      EXIT.ERROR,
-      `the server answered ${response.status} with a body that is not JSON`,
-    );
-  }
-  if (response.ok) return parsed as T;
-  // REST errors are {"error": {...}}; Connect errors are {"code", "message"}.
-  const body = parsed as {
-    error?: {
-      code?: string;
-      message?: string;
-      requestId?: string;
-      details?: { path: string; message: string }[];
-    };
-    code?: string;
-    message?: string;
-  };
-  const code = body.error?.code ?? response.headers.get('touchstone-error-code') ?? body.code;
-  const message = body.error?.message ?? body.message ?? 'request failed';
-  const details = (body.error?.details ?? []).map((d) => `\n  ${d.path}: ${d.message}`).join('');
-  const requestId = body.error?.requestId ?? response.headers.get('x-request-id');
-  const hint =
-    response.status === 401
-      ? '\nSet TOUCHSTONE_API_KEY to an API key (touchstone keys create).'
-      : '';
-  throw new CliExit(
-    response.status === 400 ? EXIT.USAGE : EXIT.ERROR,
-    `${code ?? response.status}: ${message}${details}${hint}${requestId ? `\n(request id ${requestId})` : ''}`,
-  );
+function idempotencyHeader(flags: DatasetFlags): Record<string, string> {
+  return flags.idempotencyKey === undefined ? {} : { 'idempotency-key': flags.idempotencyKey };
 }
 
 function print(io: CliIO, flags: { json?: boolean }, result: DatasetUploadResult): void {
@@ -171,27 +114,31 @@ export function datasetsCommand(program: Command, io: CliIO): void {
   ).action(async (file: string, flags: DatasetFlags) => {
     const format = formatOf(file, flags.format);
     const body = readUpload(file);
-    const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-    if (server !== undefined && server !== '') {
-      const query = new URLSearchParams({
-        ...(flags.project === undefined ? {} : { project: flags.project }),
-        ...(format === undefined ? {} : { format }),
-      }).toString();
-      const result = await send<DatasetUploadResult>(
-        server,
-        `v1alpha1/datasets/${encodeURIComponent(flags.name)}/upload${query === '' ? '' : `?${query}`}`,
-        {
-          body,
-          contentType: format === undefined ? 'application/octet-stream' : CONTENT_TYPE[format],
-          ...(io.env.TOUCHSTONE_API_KEY === undefined ? {} : { apiKey: io.env.TOUCHSTONE_API_KEY }),
-          ...(flags.idempotencyKey === undefined ? {} : { idempotencyKey: flags.idempotencyKey }),
-        },
-      );
-      print(io, flags, result);
-      return;
-    }
-    const result = await locally(flags, io, (service) =>
-      service.upload(OPEN_PRINCIPAL, { project: flags.project, name: flags.name, format }, body),
+    const query = new URLSearchParams({
+      ...(flags.project === undefined ? {} : { project: flags.project }),
+      ...(format === undefined ? {} : { format }),
+    }).toString();
+    const result = await remoteOrLocal(
+      flags,
+      io,
+      (c) =>
+        c.callRaw<DatasetUploadResult>(
+          'POST',
+          `v1alpha1/datasets/${encodeURIComponent(flags.name)}/upload${query === '' ? '' : `?${query}`}`,
+          {
+            data: body,
+            contentType: format === undefined ? 'application/octet-stream' : CONTENT_TYPE[format],
+          },
+          idempotencyHeader(flags),
+        ),
+      () =>
+        locally(flags, io, (service) =>
+          service.upload(
+            OPEN_PRINCIPAL,
+            { project: flags.project, name: flags.name, format },
+            body,
+          ),
+        ),
     );
     print(io, flags, result);
   });
@@ -204,26 +151,22 @@ export function datasetsCommand(program: Command, io: CliIO): void {
       ),
   ).action(async (uri: string, flags: DatasetFlags) => {
     const format = formatOf(uri, flags.format);
-    const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-    if (server !== undefined && server !== '') {
-      const result = await send<{ path: string; records: string; sha256: string }>(
-        server,
-        'touchstone.v1alpha1.DatasetService/ImportDataset',
-        {
-          body: JSON.stringify({
-            config: { project: flags.project ?? '', name: flags.name, format: format ?? '' },
-            uri,
-          }),
-          contentType: 'application/json',
-          ...(io.env.TOUCHSTONE_API_KEY === undefined ? {} : { apiKey: io.env.TOUCHSTONE_API_KEY }),
-          ...(flags.idempotencyKey === undefined ? {} : { idempotencyKey: flags.idempotencyKey }),
-        },
-      );
-      print(io, flags, { ...result, records: Number(result.records) });
-      return;
-    }
-    const result = await locally(flags, io, (service) =>
-      service.import(OPEN_PRINCIPAL, { project: flags.project, name: flags.name, format, uri }),
+    const result = await remoteOrLocal(
+      flags,
+      io,
+      async (c) => {
+        const imported = await c.call<{ path: string; records: string; sha256: string }>(
+          'POST',
+          'touchstone.v1alpha1.DatasetService/ImportDataset',
+          { config: { project: flags.project ?? '', name: flags.name, format: format ?? '' }, uri },
+          idempotencyHeader(flags),
+        );
+        return { ...imported, records: Number(imported.records) };
+      },
+      () =>
+        locally(flags, io, (service) =>
+          service.import(OPEN_PRINCIPAL, { project: flags.project, name: flags.name, format, uri }),
+        ),
     );
     print(io, flags, result);
   });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import YAML from 'yaml';
+import YAML, { type YAMLError } from 'yaml';
 import { isTouchstoneError } from '../core/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
@@ -45,27 +45,42 @@ export function table(headers: string[], rows: string[][]): string {
   return [line(headers), ...rows.map(line)].join('\n');
 }
 
-/** The documents of a YAML or JSON resource file (`-` for stdin); empty documents are skipped. */
-export function readResources(file: string, stdin: () => string): unknown[] {
-  let text: string;
+/** A file's text, or stdin's for `-`; an unreadable file is a usage error. */
+export function readText(file: string, stdin: () => string): string {
   try {
-    text = file === '-' ? stdin() : readFileSync(file, 'utf8');
+    return file === '-' ? stdin() : readFileSync(file, 'utf8');
   } catch (err) {
     throw new CliExit(EXIT.USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`);
   }
+}
+
+/**
+ * The values of YAML (or JSON) text's documents, empty ones skipped; `invalid` reports the first
+ * syntax error with the index of its document.
+ */
+export function yamlDocuments(
+  text: string,
+  invalid: (error: YAMLError, index: number) => never,
+): unknown[] {
   const docs = YAML.parseAllDocuments(text);
   const out: unknown[] = [];
   for (const [i, doc] of (Array.isArray(docs) ? docs : [docs]).entries()) {
     const error = doc.errors[0];
-    if (error !== undefined) {
-      throw new CliExit(
-        EXIT.USAGE,
-        `${file} (document ${i + 1}) is not YAML or JSON: ${error.message}`,
-      );
-    }
+    if (error !== undefined) invalid(error, i);
     const value: unknown = doc.toJS();
     if (value !== null && value !== undefined) out.push(value);
   }
+  return out;
+}
+
+/** The documents of a YAML or JSON resource file (`-` for stdin); empty documents are skipped. */
+export function readResources(file: string, stdin: () => string): unknown[] {
+  const out = yamlDocuments(readText(file, stdin), (error, i) => {
+    throw new CliExit(
+      EXIT.USAGE,
+      `${file} (document ${i + 1}) is not YAML or JSON: ${error.message}`,
+    );
+  });
   if (out.length === 0) throw new CliExit(EXIT.USAGE, `${file} holds no resource`);
   return out;
 }

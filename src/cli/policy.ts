@@ -5,16 +5,18 @@ import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import type { PolicyService, PolicyView } from '../policies/index.js';
 import type { ApiClient } from './client.js';
-import { type CliIO, table } from './io.js';
+import type { CliIO } from './io.js';
 import {
   applyDocuments,
   applyQuery,
+  callNamed,
+  listResources,
   printResult,
   type ResourceFlags,
   resourcePath,
 } from './resources.js';
 import { configFromFlags } from './serve.js';
-import { allPages, localPage, remotePage, targetOptions, withTarget } from './target.js';
+import { targetOptions, withTarget } from './target.js';
 
 type Flags = ResourceFlags;
 
@@ -104,33 +106,25 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
       .description("List a project's policies.")
       .option('-p, --project <name>', 'project'),
   ).action(async (flags: Flags) => {
-    const all = await allPages<PolicyView>((token) =>
-      withPolicies(
-        flags,
-        io,
-        (c) => remotePage<PolicyView>(c, 'v1alpha1/policies', 'policies', flags.project, token),
-        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
-      ),
-    );
-    printResult(
-      io,
+    await listResources<PolicyView>(
+      withPolicies,
       flags,
-      all,
-      table(
-        ['NAME', 'PROJECT', 'SELECTOR', 'RATE', 'STAGES', 'ALERTS', 'STATE', 'GEN'],
-        all
-          .map(shape)
-          .map((p) => [
-            p.metadata.name,
-            projectOf(p),
-            p.spec.selector ?? '(all traces)',
-            String(p.spec.sampling?.rate ?? 1),
-            String(p.spec.stages?.length ?? 0),
-            String(p.spec.alerts?.length ?? 0),
-            p.spec.disabled ? 'disabled' : 'enabled',
-            String(p.metadata.generation ?? ''),
-          ]),
-      ),
+      io,
+      'policies',
+      ['NAME', 'PROJECT', 'SELECTOR', 'RATE', 'STAGES', 'ALERTS', 'STATE', 'GEN'],
+      (view) => {
+        const p = shape(view);
+        return [
+          p.metadata.name,
+          projectOf(p),
+          p.spec.selector ?? '(all traces)',
+          String(p.spec.sampling?.rate ?? 1),
+          String(p.spec.stages?.length ?? 0),
+          String(p.spec.alerts?.length ?? 0),
+          p.spec.disabled ? 'disabled' : 'enabled',
+          String(p.metadata.generation ?? ''),
+        ];
+      },
     );
   });
 
@@ -141,12 +135,7 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
       .argument('<name>')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags) => {
-    const got = await withPolicies(
-      flags,
-      io,
-      (c) => c.call<PolicyView>('GET', resourcePath('policies', name, flags)),
-      (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
-    );
+    const got = await callNamed(withPolicies, flags, io, 'policies', name, 'get');
     io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
   });
 
@@ -157,12 +146,7 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
       .argument('<name>')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags) => {
-    const deleted = await withPolicies(
-      flags,
-      io,
-      (c) => c.call<PolicyView>('DELETE', resourcePath('policies', name, flags)),
-      (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
-    );
+    const deleted = await callNamed(withPolicies, flags, io, 'policies', name, 'delete');
     printResult(
       io,
       flags,

@@ -1,12 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import YAML from 'yaml';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { isFinal, runView } from '../runs/index.js';
 import { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
-import { CliExit, type CliIO } from './io.js';
+import { CliExit, type CliIO, readText, yamlDocuments } from './io.js';
 import {
   duration,
   exitCodeFor,
@@ -91,27 +89,13 @@ export class ProgressDisplay {
 
 /** The spec file as a value; YAML syntax errors are usage errors naming line and column. */
 export function readSpec(file: string, stdin: () => string): unknown {
-  let text: string;
-  try {
-    text = file === '-' ? stdin() : readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new CliExit(EXIT.USAGE, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code}`);
-  }
-  const docs = YAML.parseAllDocuments(text);
-  const list = Array.isArray(docs) ? docs : [docs];
-  const values: unknown[] = [];
-  for (const doc of list) {
-    const error = doc.errors[0];
-    if (error !== undefined) {
-      const pos = error.linePos?.[0];
-      throw new CliExit(
-        EXIT.USAGE,
-        `${file} is not YAML or JSON${pos === undefined ? '' : ` (line ${pos.line}, column ${pos.col})`}: ${error.code}`,
-      );
-    }
-    const value: unknown = doc.toJS();
-    if (value !== null && value !== undefined) values.push(value);
-  }
+  const values = yamlDocuments(readText(file, stdin), (error) => {
+    const pos = error.linePos?.[0];
+    throw new CliExit(
+      EXIT.USAGE,
+      `${file} is not YAML or JSON${pos === undefined ? '' : ` (line ${pos.line}, column ${pos.col})`}: ${error.code}`,
+    );
+  });
   if (values.length !== 1) {
     throw new CliExit(
       EXIT.USAGE,

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { createEvaluationService, createJudgeHttpClient } from '../app.js';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import { createDatasetService } from '../datasets/index.js';
 import { proxySettingsFromConfig } from '../net/index.js';
@@ -15,12 +14,12 @@ import {
 } from '../runs/index.js';
 import { openStore } from '../store/index.js';
 import { WebhookOutbox } from '../webhooks/index.js';
-import { ApiClient } from './client.js';
+import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { type CliIO, table } from './io.js';
-import { printResult, type ResourceFlags } from './resources.js';
+import { callNamed, listResources, printResult, type ResourceFlags } from './resources.js';
 import { configFromFlags, type ServerFlags } from './serve.js';
-import { allPages, localPage, remotePage, targetOptions } from './target.js';
+import { remoteOrLocal, targetOptions } from './target.js';
 
 /**
  * `touchstone runs list|get|cancel|delete`, the run report both `run` and `runs get` print, and
@@ -229,27 +228,20 @@ export async function openLocalRuns(
 type Flags = ResourceFlags;
 
 /** Runs against a server (`--server` / TOUCHSTONE_SERVER), or on the local data dir. */
-async function withRuns<T>(
+function withRuns<T>(
   flags: Flags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
   local: (service: RunService) => Promise<T>,
 ): Promise<T> {
-  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-  if (server !== undefined && server !== '') {
-    return remote(new ApiClient(server, io.env.TOUCHSTONE_API_KEY));
-  }
-  const runs = await openLocalRuns(flags, io);
-  try {
-    return await local(runs.service);
-  } finally {
-    await runs.close();
-  }
-}
-
-function runPath(id: string, flags: Flags, suffix = ''): string {
-  const q = flags.project === undefined ? '' : `?project=${encodeURIComponent(flags.project)}`;
-  return `v1alpha1/runs/${encodeURIComponent(id)}${suffix}${q}`;
+  return remoteOrLocal(flags, io, remote, async () => {
+    const runs = await openLocalRuns(flags, io);
+    try {
+      return await local(runs.service);
+    } finally {
+      await runs.close();
+    }
+  });
 }
 
 function gateSummary(run: RunJson): string {
@@ -270,31 +262,22 @@ export function runsCommand(program: Command, io: CliIO): void {
       .description("List a project's runs, newest first.")
       .option('-p, --project <name>', 'project'),
   ).action(async (flags: Flags) => {
-    const all = await allPages<RunJson>((token) =>
-      withRuns(
-        flags,
-        io,
-        (c) => remotePage<RunJson>(c, 'v1alpha1/runs', 'runs', flags.project, token),
-        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
-      ),
-    );
-    printResult(
-      io,
+    await listResources<RunJson>(
+      withRuns,
       flags,
-      all,
-      table(
-        ['ID', 'NAME', 'PROJECT', 'STATUS', 'PROGRESS', 'GATES', 'CREATED', 'FINISHED'],
-        all.map((r) => [
-          r.id,
-          r.name,
-          r.project,
-          statusText(r.status),
-          `${r.progress.done}/${r.progress.total}`,
-          gateSummary(r),
-          r.createdAt,
-          r.finishedAt ?? '-',
-        ]),
-      ),
+      io,
+      'runs',
+      ['ID', 'NAME', 'PROJECT', 'STATUS', 'PROGRESS', 'GATES', 'CREATED', 'FINISHED'],
+      (r) => [
+        r.id,
+        r.name,
+        r.project,
+        statusText(r.status),
+        `${r.progress.done}/${r.progress.total}`,
+        gateSummary(r),
+        r.createdAt,
+        r.finishedAt ?? '-',
+      ],
     );
   });
 
@@ -305,12 +288,7 @@ export function runsCommand(program: Command, io: CliIO): void {
       .argument('<id>')
       .option('-p, --project <name>', 'project'),
   ).action(async (id: string, flags: Flags) => {
-    const run = await withRuns(
-      flags,
-      io,
-      (c) => c.call<RunJson>('GET', runPath(id, flags)),
-      (s) => s.get(OPEN_PRINCIPAL, flags.project, id),
-    );
+    const run = await callNamed(withRuns, flags, io, 'runs', id, 'get');
     printResult(io, flags, run, runReport(run));
   });
 
@@ -321,12 +299,7 @@ export function runsCommand(program: Command, io: CliIO): void {
       .argument('<id>')
       .option('-p, --project <name>', 'project'),
   ).action(async (id: string, flags: Flags) => {
-    const run = await withRuns(
-      flags,
-      io,
-      (c) => c.call<RunJson>('POST', runPath(id, flags, ':cancel')),
-      (s) => s.cancel(OPEN_PRINCIPAL, flags.project, id),
-    );
+    const run = await callNamed(withRuns, flags, io, 'runs', id, 'cancel');
     printResult(
       io,
       flags,
@@ -346,12 +319,7 @@ export function runsCommand(program: Command, io: CliIO): void {
       .argument('<id>')
       .option('-p, --project <name>', 'project'),
   ).action(async (id: string, flags: Flags) => {
-    const run = await withRuns(
-      flags,
-      io,
-      (c) => c.call<RunJson>('DELETE', runPath(id, flags)),
-      (s) => s.delete(OPEN_PRINCIPAL, flags.project, id),
-    );
+    const run = await callNamed(withRuns, flags, io, 'runs', id, 'delete');
     printResult(io, flags, run, `deleted run ${id}`);
   });
 }

@@ -5,16 +5,18 @@ import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import type { SourceService, SourceStatus, SourceView } from '../sources/index.js';
 import type { ApiClient } from './client.js';
-import { type CliIO, table } from './io.js';
+import type { CliIO } from './io.js';
 import {
   applyDocuments,
   applyQuery,
+  callNamed,
+  listResources,
   printResult,
   type ResourceFlags,
   resourcePath,
 } from './resources.js';
 import { configFromFlags } from './serve.js';
-import { allPages, localPage, remotePage, targetOptions, withTarget } from './target.js';
+import { targetOptions, withTarget } from './target.js';
 
 type Flags = ResourceFlags;
 
@@ -103,36 +105,28 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
       .description('List sources with their phase, lag and counts.')
       .option('-p, --project <name>', 'project'),
   ).action(async (flags: Flags) => {
-    const all = await allPages<SourceView>((token) =>
-      withSources(
-        flags,
-        io,
-        (c) => remotePage<SourceView>(c, 'v1alpha1/sources', 'sources', flags.project, token),
-        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
-      ),
-    );
-    printResult(
-      io,
+    await listResources<SourceView>(
+      withSources,
       flags,
-      all,
-      table(
-        ['SOURCE', 'CONNECTOR', 'PHASE', 'LAG', 'PULLED', 'SCORED', 'LAST ERROR'],
-        all
-          .map(shape)
-          .map((s) => [
-            `${projectOf(s)}/${s.metadata.name}`,
-            s.spec.variant === undefined
-              ? (s.spec.connector ?? '')
-              : `${s.spec.connector}/${s.spec.variant}`,
-            s.status?.phase ?? '',
-            s.status?.lagSeconds === null || s.status?.lagSeconds === undefined
-              ? '-'
-              : `${s.status.lagSeconds}s`,
-            String(s.status?.pulled ?? 0),
-            String(s.status?.scored ?? 0),
-            s.status?.lastError ?? '',
-          ]),
-      ),
+      io,
+      'sources',
+      ['SOURCE', 'CONNECTOR', 'PHASE', 'LAG', 'PULLED', 'SCORED', 'LAST ERROR'],
+      (view) => {
+        const s = shape(view);
+        return [
+          `${projectOf(s)}/${s.metadata.name}`,
+          s.spec.variant === undefined
+            ? (s.spec.connector ?? '')
+            : `${s.spec.connector}/${s.spec.variant}`,
+          s.status?.phase ?? '',
+          s.status?.lagSeconds === null || s.status?.lagSeconds === undefined
+            ? '-'
+            : `${s.status.lagSeconds}s`,
+          String(s.status?.pulled ?? 0),
+          String(s.status?.scored ?? 0),
+          s.status?.lastError ?? '',
+        ];
+      },
     );
   });
 
@@ -143,12 +137,7 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
       .argument('<name>')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags) => {
-    const got = await withSources(
-      flags,
-      io,
-      (c) => c.call<SourceView>('GET', resourcePath('sources', name, flags)),
-      (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
-    );
+    const got = await callNamed(withSources, flags, io, 'sources', name, 'get');
     io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
   });
 
@@ -164,12 +153,7 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
         .argument('<name>')
         .option('-p, --project <name>', 'project'),
     ).action(async (name: string, flags: Flags) => {
-      const view = await withSources(
-        flags,
-        io,
-        (c) => c.call<SourceView>('POST', resourcePath('sources', name, flags, `:${verb}`)),
-        (s) => s[verb](OPEN_PRINCIPAL, flags.project, name),
-      );
+      const view = await callNamed(withSources, flags, io, 'sources', name, verb);
       printResult(
         io,
         flags,
@@ -186,12 +170,7 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
       .argument('<name>')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags) => {
-    const view = await withSources(
-      flags,
-      io,
-      (c) => c.call<SourceView>('DELETE', resourcePath('sources', name, flags)),
-      (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
-    );
+    const view = await callNamed(withSources, flags, io, 'sources', name, 'delete');
     printResult(io, flags, view, `deleted source ${name}`);
   });
 

@@ -11,24 +11,42 @@ export interface TargetFlags extends ServerFlags {
   json?: boolean;
 }
 
-/** Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, the local data dir. */
-export async function withTarget<T>(
-  flags: TargetFlags,
+/**
+ * Calls `remote` with a client of the server `--server` / TOUCHSTONE_SERVER names, or, without
+ * one, `local`, which works on the local data dir.
+ */
+export async function remoteOrLocal<T>(
+  flags: { server?: string },
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
-  local: (store: Store) => Promise<T>,
+  local: () => Promise<T>,
 ): Promise<T> {
   const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
   if (server !== undefined && server !== '') {
     return remote(new ApiClient(server, io.env.TOUCHSTONE_API_KEY));
   }
-  const config = configFromFlags(flags, io);
-  const store = await openStore(config, { clock: systemClock, logger: pino({ level: 'silent' }) });
-  try {
-    return await local(store);
-  } finally {
-    await store.close();
-  }
+  return local();
+}
+
+/** Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, the local data dir. */
+export function withTarget<T>(
+  flags: TargetFlags,
+  io: CliIO,
+  remote: (client: ApiClient) => Promise<T>,
+  local: (store: Store) => Promise<T>,
+): Promise<T> {
+  return remoteOrLocal(flags, io, remote, async () => {
+    const config = configFromFlags(flags, io);
+    const store = await openStore(config, {
+      clock: systemClock,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      return await local(store);
+    } finally {
+      await store.close();
+    }
+  });
 }
 
 export function targetOptions(cmd: Command): Command {

@@ -12,9 +12,16 @@ import {
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, readResources, table } from './io.js';
-import { applyQuery, printResult, type ResourceFlags, resourcePath } from './resources.js';
+import {
+  applyQuery,
+  callNamed,
+  listResources,
+  printResult,
+  type ResourceFlags,
+  resourcePath,
+} from './resources.js';
 import { configFromFlags } from './serve.js';
-import { allPages, localPage, remotePage, targetOptions, withTarget } from './target.js';
+import { targetOptions, withTarget } from './target.js';
 
 type Flags = ResourceFlags;
 
@@ -98,28 +105,19 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
       .description("List a project's webhooks (never their secrets).")
       .option('-p, --project <name>', 'project'),
   ).action(async (flags: Flags) => {
-    const all = await allPages<WebhookView>((token) =>
-      withWebhooks(
-        flags,
-        io,
-        (c) => remotePage<WebhookView>(c, 'v1alpha1/webhooks', 'webhooks', flags.project, token),
-        (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
-      ),
-    );
-    printResult(
-      io,
+    await listResources<WebhookView>(
+      withWebhooks,
       flags,
-      all,
-      table(
-        ['NAME', 'PROJECT', 'URL', 'EVENTS', 'STATE'],
-        all.map((w) => [
-          w.name,
-          w.project,
-          w.url,
-          w.events.length === 0 ? '(all but trace.scored)' : w.events.join(','),
-          w.disabled ? 'disabled' : 'enabled',
-        ]),
-      ),
+      io,
+      'webhooks',
+      ['NAME', 'PROJECT', 'URL', 'EVENTS', 'STATE'],
+      (w) => [
+        w.name,
+        w.project,
+        w.url,
+        w.events.length === 0 ? '(all but trace.scored)' : w.events.join(','),
+        w.disabled ? 'disabled' : 'enabled',
+      ],
     );
   });
 
@@ -130,12 +128,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
       .argument('<name>')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags) => {
-    const got = await withWebhooks(
-      flags,
-      io,
-      (c) => c.call<WebhookView>('GET', resourcePath('webhooks', name, flags)),
-      (s) => s.get(OPEN_PRINCIPAL, flags.project, name),
-    );
+    const got = await callNamed(withWebhooks, flags, io, 'webhooks', name, 'get');
     io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
   });
 
@@ -146,12 +139,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
       .argument('<name>')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags) => {
-    const deleted = await withWebhooks(
-      flags,
-      io,
-      (c) => c.call<WebhookView>('DELETE', resourcePath('webhooks', name, flags)),
-      (s) => s.delete(OPEN_PRINCIPAL, flags.project, name),
-    );
+    const deleted = await callNamed(withWebhooks, flags, io, 'webhooks', name, 'delete');
     printResult(io, flags, deleted, `deleted webhook ${deleted.name} (project ${deleted.project})`);
   });
 
@@ -183,12 +171,7 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
             .deliveries(OPEN_PRINCIPAL, flags.project, name, { pageSize: 50 })
             .then((r) => r.items.find((d) => d.id === id)),
       );
-    let delivery = await withWebhooks(
-      flags,
-      io,
-      (c) => c.call<DeliveryView>('POST', resourcePath('webhooks', name, flags, ':test')),
-      (s) => s.test(OPEN_PRINCIPAL, flags.project, name),
-    );
+    let delivery = await callNamed(withWebhooks, flags, io, 'webhooks', name, 'test');
     // The dispatcher (on whichever replica holds its lease) sends it; watch for the outcome.
     const deadline = Date.now() + wait * 1000;
     while (delivery.state === 'PENDING' && Date.now() < deadline) {

@@ -10,6 +10,7 @@ export * from './errors.js';
 export * from './ids.js';
 export * from './issues.js';
 export * from './record.js';
+export * from './resource.js';
 export * from './roles.js';
 export * from './span.js';
 export * from './trace.js';

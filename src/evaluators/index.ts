@@ -20,6 +20,7 @@ export {
   parseRecord,
   type RecordResults,
 } from './evaluate.js';
+export { ChatUsageSchema, chatUsage, parseChatCompletion } from './judge/chat-completion.js';
 export { createJudges } from './judge/index.js';
 export { EvaluatorRegistry } from './registry.js';
 export {

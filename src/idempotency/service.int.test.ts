@@ -1,10 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { storeVariants } from '../../test/support/stores.js';
+import { type StoreTarget, storeVariants, variantTarget } from '../../test/support/stores.js';
 import { CoreErrors, FakeClock, type TouchstoneError } from '../core/index.js';
-import { type IdempotencyScope, openStore, type Store, StoreErrors } from '../store/index.js';
+import { type IdempotencyScope, type Store, StoreErrors } from '../store/index.js';
 import { IDEMPOTENCY_DEFAULTS, type IdempotencyOptions } from './limits.js';
 import { IdempotencyService } from './service.js';
 
@@ -43,19 +40,11 @@ for (const variant of storeVariants()) {
   describe(`idempotency service on ${variant.name}`, () => {
     let clock: FakeClock;
     let store: Store;
-    let overrides: Record<string, unknown>;
-    let dataDir: string;
+    let target: StoreTarget;
     let dispose: () => Promise<void>;
     const services: IdempotencyService[] = [];
 
-    const open = () =>
-      openStore(
-        {
-          store: (overrides.store as { driver: 'postgres'; url: string }) ?? { driver: 'sqlite' },
-          data_dir: dataDir,
-        },
-        { clock },
-      );
+    const open = () => target.open(clock);
 
     function service(options: Partial<IdempotencyOptions> = {}, on: Store = store) {
       const s = new IdempotencyService({ store: on, clock, options });
@@ -65,15 +54,12 @@ for (const variant of storeVariants()) {
 
     beforeEach(async () => {
       clock = new FakeClock(T0);
-      dataDir = mkdtempSync(join(tmpdir(), 'touchstone-idem-'));
-      const opened = await variant.open();
-      overrides = opened.overrides;
+      target = await variantTarget(variant, 'touchstone-idem-');
       store = await open();
       dispose = async () => {
         for (const s of services.splice(0)) await s.shutdown();
         await store.close();
-        await opened.dispose();
-        rmSync(dataDir, { recursive: true, force: true });
+        await target.cleanup();
       };
     });
     afterEach(async () => dispose());

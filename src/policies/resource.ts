@@ -5,6 +5,9 @@ import {
   type ErrorDetail,
   issuesToDetails,
   isTouchstoneError,
+  RESOURCE_API_VERSION,
+  RESOURCE_PROJECT_LABEL,
+  ResourceNameSchema,
 } from '../core/index.js';
 import {
   bindEvaluators,
@@ -22,19 +25,12 @@ import { PolicyErrors } from './error-codes.js';
  * in the CLI), and its compiled form — CEL compiled and evaluators bound once per generation.
  */
 
-export const API_VERSION = 'touchstone.dev/v1alpha1';
+export const API_VERSION = RESOURCE_API_VERSION;
 export const KIND = 'OnlineEvalPolicy';
-export const PROJECT_LABEL = 'touchstone.dev/project';
+export const PROJECT_LABEL = RESOURCE_PROJECT_LABEL;
 /** A stage without `window` keeps its metric points this long. */
 export const DEFAULT_WINDOW_MS = 60 * 60 * 1000;
 export const DEFAULT_MIN_SAMPLES = 10;
-
-const name = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9_.-]{0,62}$/,
-    'names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
-  );
 
 const expression = z.string().min(1).max(4096);
 
@@ -85,7 +81,7 @@ const PolicyResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
   metadata: z.strictObject({
-    name,
+    name: ResourceNameSchema,
     labels: z.record(z.string(), z.string()).optional(),
     // Output-only fields, so that what `get` prints can be applied again unchanged.
     generation: z.number().optional(),

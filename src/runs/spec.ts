@@ -5,7 +5,10 @@ import {
   type EvalRecord,
   issuesToDetails,
   isTouchstoneError,
+  RESOURCE_API_VERSION,
+  RESOURCE_PROJECT_LABEL,
   RecordSchema,
+  ResourceNameSchema,
 } from '../core/index.js';
 import {
   bindEvaluators,
@@ -27,9 +30,9 @@ import { EnvironmentSchema, HarnessSchema, TargetSpecSchema } from './targets/in
  * JSON. Validation reports every bad field at once, before anything runs.
  */
 
-export const API_VERSION = 'touchstone.dev/v1alpha1';
+export const API_VERSION = RESOURCE_API_VERSION;
 export const KIND = 'Run';
-export const PROJECT_LABEL = 'touchstone.dev/project';
+export const PROJECT_LABEL = RESOURCE_PROJECT_LABEL;
 /** A run labelled `touchstone.keep: "true"` is never removed by retention. */
 export const KEEP_LABEL = 'touchstone.keep';
 /** The dataset upload's limit; inline records follow it. */
@@ -39,13 +42,6 @@ export const MAX_TRIALS = 100;
 export const MAX_ITEMS = 1_000_000;
 /** Details reported for one spec; a spec with thousands of bad records names the first ones. */
 const MAX_DETAILS = 100;
-
-const NameSchema = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9_.-]{0,62}$/,
-    'names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
-  );
 
 const LabelsSchema = z
   .record(z.string().min(1).max(317), z.string().max(1024))
@@ -90,8 +86,8 @@ export type RunSpec = z.infer<typeof RunSpecSchema>;
 const StoredSpecSchema = z.strictObject(bodyShape(z.custom<EvalRecord>()));
 
 const PlainSchema = z.strictObject({
-  name: NameSchema,
-  project: NameSchema.optional(),
+  name: ResourceNameSchema,
+  project: ResourceNameSchema.optional(),
   labels: LabelsSchema.optional(),
   ...bodyShape(RecordSchema),
 });
@@ -99,7 +95,7 @@ const PlainSchema = z.strictObject({
 const DeclarativeSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
-  metadata: z.strictObject({ name: NameSchema, labels: LabelsSchema.optional() }),
+  metadata: z.strictObject({ name: ResourceNameSchema, labels: LabelsSchema.optional() }),
   spec: RunSpecSchema,
 });
 
@@ -308,7 +304,7 @@ export function parseRunSpec(input: unknown, options: ParseOptions = {}): Parsed
       });
     }
   }
-  if (project !== undefined && !NameSchema.safeParse(project).success) {
+  if (project !== undefined && !ResourceNameSchema.safeParse(project).success) {
     details.push({ path: `metadata.labels.${PROJECT_LABEL}`, message: 'not a project name' });
   }
   if (details.length > 0) invalid(details);

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { durationMs } from '../config/index.js';
-import { describeDetails, type ErrorDetail, issuesToDetails } from '../core/index.js';
+import {
+  describeDetails,
+  type ErrorDetail,
+  issuesToDetails,
+  RESOURCE_API_VERSION,
+  RESOURCE_PROJECT_LABEL,
+  ResourceNameSchema,
+} from '../core/index.js';
 import { compileExpression } from '../policies/index.js';
 import type { SourceRecord } from '../store/index.js';
 import { SourceErrors } from './error-codes.js';
@@ -12,21 +19,16 @@ import { SourceErrors } from './error-codes.js';
  * service.
  */
 
-export const API_VERSION = 'touchstone.dev/v1alpha1';
+export const API_VERSION = RESOURCE_API_VERSION;
 export const KIND = 'TraceSource';
-export const PROJECT_LABEL = 'touchstone.dev/project';
+export const PROJECT_LABEL = RESOURCE_PROJECT_LABEL;
 
 export const CONNECTORS = ['mlflow', 'phoenix', 'langfuse'] as const;
 export const VARIANTS = ['databricks', 'sagemaker', 'azureml'] as const;
 /** Record fields an override may set (besides `metadata.<key>` and `labels.<key>`). */
 export const OVERRIDE_FIELDS = ['input', 'output', 'reference', 'context'] as const;
 
-const name = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9_.-]{0,62}$/,
-    'names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
-  );
+const name = ResourceNameSchema;
 
 const duration = (min: number, max: number, text: string) =>
   durationMs.refine((ms) => ms >= min && ms <= max, { message: text });

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -15,7 +12,12 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PG_URL, storeVariants } from '../../test/support/stores.js';
+import {
+  PG_URL,
+  type StoreTarget,
+  storeVariants,
+  variantTarget,
+} from '../../test/support/stores.js';
 import { FakeClock, isTouchstoneError } from '../core/index.js';
 import { translatingDialect } from './backend.js';
 import {
@@ -68,28 +70,15 @@ for (const variant of storeVariants()) {
   describe(`idempotency store on ${variant.name}`, () => {
     let store: Store;
     let dispose: () => Promise<void>;
-    let dataDir: string;
-    let overrides: Record<string, unknown>;
+    let target: StoreTarget;
     const clock = new FakeClock(T0);
 
-    const open = async (overrides: Record<string, unknown>) =>
-      openStore(
-        {
-          store: (overrides.store as { driver: 'postgres'; url: string }) ?? { driver: 'sqlite' },
-          data_dir: dataDir,
-        },
-        { clock },
-      );
-
     beforeEach(async () => {
-      dataDir = mkdtempSync(join(tmpdir(), 'touchstone-idem-store-'));
-      const opened = await variant.open();
-      overrides = opened.overrides;
-      store = await open(overrides);
+      target = await variantTarget(variant, 'touchstone-idem-store-');
+      store = await target.open(clock);
       dispose = async () => {
         await store.close();
-        await opened.dispose();
-        rmSync(dataDir, { recursive: true, force: true });
+        await target.cleanup();
       };
     });
     afterEach(async () => dispose());
@@ -241,7 +230,7 @@ for (const variant of storeVariants()) {
       // scope lock makes the loser read the winner's row instead of failing on the insert.
       // SQLite in one process: one connection (a second one would wait for the lock inside a
       // synchronous call, blocking the first); PostgreSQL: a second pool on the same schema.
-      const second = variant.name === 'sqlite' ? store : await open(overrides);
+      const second = variant.name === 'sqlite' ? store : await target.open(clock);
       try {
         const race = (s: Store, token: string) =>
           s.withTransaction(async (tx) => {

@@ -1,4 +1,11 @@
-import { CompiledQuery, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
+import {
+  CompiledQuery,
+  type ExpressionBuilder,
+  type Kysely,
+  type Selectable,
+  type SqlBool,
+  sql,
+} from 'kysely';
 import type {
   IdempotencyEviction,
   IdempotencyOutcome,
@@ -53,6 +60,24 @@ export function outcomeBytes(outcome: IdempotencyOutcome): number {
   return outcome.body.byteLength + JSON.stringify(outcome.headers).length;
 }
 
+type KeysFilter = ExpressionBuilder<Database, 'idempotency_keys'>;
+
+/** The scope's row. */
+function inScope(scope: IdempotencyScope) {
+  return (eb: KeysFilter) =>
+    eb.and([
+      eb('principal', '=', scope.principal),
+      eb('operation', '=', scope.operation),
+      eb('key', '=', scope.key),
+    ]);
+}
+
+/** The scope's row while `token` still holds it in flight: the fence of every holder's write. */
+function heldBy(scope: IdempotencyScope, token: string) {
+  return (eb: KeysFilter) =>
+    eb.and([inScope(scope)(eb), eb('token', '=', token), eb('state', '=', 'in_flight')]);
+}
+
 export class KyselyIdempotencyStore implements IdempotencyStore {
   constructor(
     private readonly db: Kysely<Database>,
@@ -82,9 +107,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
     const row = await this.db
       .selectFrom('idempotency_keys')
       .selectAll()
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
+      .where(inScope(scope))
       .executeTakeFirst();
     return row === undefined ? undefined : fromRow(row);
   }
@@ -129,11 +152,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
         bytes: outcomeBytes(outcome),
         expires_at: expiresAt,
       })
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
-      .where('token', '=', token)
-      .where('state', '=', 'in_flight')
+      .where(heldBy(scope, token))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
@@ -142,11 +161,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
     const result = await this.db
       .updateTable('idempotency_keys')
       .set({ state: 'uncertain' })
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
-      .where('token', '=', token)
-      .where('state', '=', 'in_flight')
+      .where(heldBy(scope, token))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
@@ -160,9 +175,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
     const result = await this.db
       .updateTable('idempotency_keys')
       .set({ state: 'in_flight', token: toToken, heartbeat_at: now })
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
+      .where(inScope(scope))
       .where('token', '=', fromToken)
       .where('state', 'in', ['in_flight', 'uncertain'])
       .executeTakeFirst();
@@ -173,11 +186,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
     const result = await this.db
       .updateTable('idempotency_keys')
       .set({ heartbeat_at: now })
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
-      .where('token', '=', token)
-      .where('state', '=', 'in_flight')
+      .where(heldBy(scope, token))
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
@@ -185,11 +194,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
   async release(scope: IdempotencyScope, token: string): Promise<boolean> {
     const result = await this.db
       .deleteFrom('idempotency_keys')
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
-      .where('token', '=', token)
-      .where('state', '=', 'in_flight')
+      .where(heldBy(scope, token))
       .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
@@ -197,9 +202,7 @@ export class KyselyIdempotencyStore implements IdempotencyStore {
   async delete(scope: IdempotencyScope): Promise<boolean> {
     const result = await this.db
       .deleteFrom('idempotency_keys')
-      .where('principal', '=', scope.principal)
-      .where('operation', '=', scope.operation)
-      .where('key', '=', scope.key)
+      .where(inScope(scope))
       .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }

@@ -1,9 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  PG_URL,
+  pgHarness,
+  type StoreHarness,
+  type StoreTarget,
+  sqliteHarness,
+} from '../../test/support/stores.js';
 import {
   FakeClock,
   type NormalizedTrace,
@@ -11,7 +13,7 @@ import {
   type Span,
   type TraceRoot,
 } from '../core/index.js';
-import { openStore, type ScoredTrace, type Store } from './index.js';
+import type { ScoredTrace, Store } from './index.js';
 import { encodePageToken } from './page-token.js';
 
 /**
@@ -20,42 +22,6 @@ import { encodePageToken } from './page-token.js';
  * run on SQLite always and on PostgreSQL when TOUCHSTONE_TEST_PG names a server. Every test gets
  * an empty database: a temp dir for SQLite, a new schema for PostgreSQL.
  */
-
-const PG_URL = process.env.TOUCHSTONE_TEST_PG;
-
-interface Target {
-  open(clock: FakeClock): Promise<Store>;
-  cleanup(): Promise<void>;
-}
-
-type Harness = () => Promise<Target>;
-
-const sqliteHarness: Harness = async () => {
-  const root = mkdtempSync(join(tmpdir(), 'touchstone-online-'));
-  return {
-    open: (clock) => openStore({ driver: 'sqlite' }, { clock, dataDir: join(root, 'data') }),
-    cleanup: async () => rmSync(root, { recursive: true, force: true }),
-  };
-};
-
-function pgHarness(baseUrl: string): Harness {
-  return async () => {
-    const schema = `ts_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    const url = new URL(baseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    return {
-      open: (clock) =>
-        openStore({ driver: 'postgres', url: url.toString(), pool_size: 8 }, { clock }),
-      cleanup: async () => {
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
-      },
-    };
-  };
-}
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -89,8 +55,8 @@ interface TraceSpec {
   root?: TraceRoot;
 }
 
-function onlineContract(harness: Harness): void {
-  let target: Target;
+function onlineContract(harness: StoreHarness): void {
+  let target: StoreTarget;
   let clock: FakeClock;
   let store: Store;
 
@@ -836,7 +802,7 @@ function onlineContract(harness: Harness): void {
 }
 
 describe('online store on SQLite', () => {
-  onlineContract(sqliteHarness);
+  onlineContract(sqliteHarness('touchstone-online-'));
 });
 
 describe.skipIf(PG_URL === undefined || PG_URL === '')('online store on PostgreSQL', () => {

@@ -1,52 +1,18 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  PG_URL,
+  pgHarness,
+  type StoreHarness,
+  type StoreTarget,
+  sqliteHarness,
+} from '../../test/support/stores.js';
 import { FakeClock, type Result } from '../core/index.js';
-import { type NewRun, openStore, type RunProgress, type Store } from './index.js';
+import type { NewRun, RunProgress, Store } from './index.js';
 
 /**
  * The runs part of the store contract (runs, their lease, outputs, results, deletion, retention
  * queries), run on SQLite always and on PostgreSQL when TOUCHSTONE_TEST_PG names a server.
  */
-
-const PG_URL = process.env.TOUCHSTONE_TEST_PG;
-
-interface Target {
-  open(clock: FakeClock): Promise<Store>;
-  cleanup(): Promise<void>;
-}
-
-type Harness = () => Promise<Target>;
-
-const sqliteHarness: Harness = async () => {
-  const root = mkdtempSync(join(tmpdir(), 'touchstone-runs-'));
-  return {
-    open: (clock) => openStore({ driver: 'sqlite' }, { clock, dataDir: join(root, 'data') }),
-    cleanup: async () => rmSync(root, { recursive: true, force: true }),
-  };
-};
-
-function pgHarness(baseUrl: string): Harness {
-  return async () => {
-    const schema = `ts_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    const url = new URL(baseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    return {
-      open: (clock) =>
-        openStore({ driver: 'postgres', url: url.toString(), pool_size: 8 }, { clock }),
-      cleanup: async () => {
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
-      },
-    };
-  };
-}
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -99,8 +65,8 @@ function progress(items: [number, number][], evaluators = ['a', 'b']): RunProgre
   };
 }
 
-function runsContract(harness: Harness): void {
-  let target: Target;
+function runsContract(harness: StoreHarness): void {
+  let target: StoreTarget;
   let clock: FakeClock;
   let store: Store;
 
@@ -421,7 +387,7 @@ function runsContract(harness: Harness): void {
 }
 
 describe('run store on SQLite', () => {
-  runsContract(sqliteHarness);
+  runsContract(sqliteHarness('touchstone-runs-'));
 });
 
 describe.skipIf(PG_URL === undefined || PG_URL === '')('run store on PostgreSQL', () => {

@@ -1,17 +1,13 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/index.js';
 import {
-  type NewWriteBack,
-  openStore,
-  type SourceState,
-  type SourceTrace,
-  type Store,
-} from './index.js';
+  PG_URL,
+  pgHarness,
+  type StoreHarness,
+  type StoreTarget,
+  sqliteHarness,
+} from '../../test/support/stores.js';
+import { FakeClock } from '../core/index.js';
+import type { NewWriteBack, SourceState, SourceTrace, Store } from './index.js';
 import { encodePageToken } from './page-token.js';
 
 /**
@@ -20,42 +16,6 @@ import { encodePageToken } from './page-token.js';
  * TOUCHSTONE_TEST_PG names a server. Every test gets an empty database: a temp dir for SQLite, a
  * new schema for PostgreSQL; `open` may be called twice for a second connection to it.
  */
-
-const PG_URL = process.env.TOUCHSTONE_TEST_PG;
-
-interface Target {
-  open(clock: FakeClock): Promise<Store>;
-  cleanup(): Promise<void>;
-}
-
-type Harness = () => Promise<Target>;
-
-const sqliteHarness: Harness = async () => {
-  const root = mkdtempSync(join(tmpdir(), 'touchstone-sources-'));
-  return {
-    open: (clock) => openStore({ driver: 'sqlite' }, { clock, dataDir: join(root, 'data') }),
-    cleanup: async () => rmSync(root, { recursive: true, force: true }),
-  };
-};
-
-function pgHarness(baseUrl: string): Harness {
-  return async () => {
-    const schema = `ts_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: baseUrl });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    const url = new URL(baseUrl);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    return {
-      open: (clock) =>
-        openStore({ driver: 'postgres', url: url.toString(), pool_size: 8 }, { clock }),
-      cleanup: async () => {
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
-      },
-    };
-  };
-}
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -113,8 +73,8 @@ function writeBack(n: number, overrides: Partial<NewWriteBack> = {}): NewWriteBa
   };
 }
 
-function sourcesContract(harness: Harness): void {
-  let target: Target;
+function sourcesContract(harness: StoreHarness): void {
+  let target: StoreTarget;
   let clock: FakeClock;
   let store: Store;
 
@@ -712,7 +672,7 @@ function sourcesContract(harness: Harness): void {
 }
 
 describe('source store on SQLite', () => {
-  sourcesContract(sqliteHarness);
+  sourcesContract(sqliteHarness('touchstone-sources-'));
 });
 
 describe.skipIf(PG_URL === undefined || PG_URL === '')('source store on PostgreSQL', () => {

@@ -1,12 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { freshPgSchema, PG_URL } from '../../test/support/stores.js';
 import { FakeClock, type Span } from '../core/index.js';
 import { type NewApiKey, openStore, type Store } from './index.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -17,8 +17,6 @@ import { webhookStoreContract } from './webhooks-contract.testkit.js';
  * server (CI starts one). Every test gets an empty database: a temp dir for SQLite, a new schema
  * (selected through the connection's search_path) for PostgreSQL.
  */
-
-const PG_URL = process.env.TOUCHSTONE_TEST_PG;
 
 /** One empty database; `open` may be called several times against it. */
 interface Target {
@@ -70,18 +68,14 @@ const sqliteHarness: Harness = {
 function pgHarness(baseUrl: string): Harness {
   return {
     async fresh() {
-      const schema = `ts_test_${randomBytes(6).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: baseUrl });
-      await admin.connect();
-      await admin.query(`create schema ${schema}`);
-      const url = new URL(baseUrl);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      await admin.query(`set search_path to ${schema}`);
+      const schema = await freshPgSchema(baseUrl);
+      const { admin } = schema;
+      await admin.query(`set search_path to ${schema.name}`);
       const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
         (await admin.query<R>(text, values)).rows;
       return {
         open: (clock) =>
-          openStore({ driver: 'postgres', url: url.toString(), pool_size: 4 }, { clock }),
+          openStore({ driver: 'postgres', url: schema.url, pool_size: 4 }, { clock }),
         appliedVersions: async () =>
           (
             await query<{ version: number }>(
@@ -94,10 +88,7 @@ function pgHarness(baseUrl: string): Harness {
             [version, 'from-the-future'],
           );
         },
-        cleanup: async () => {
-          await admin.query(`drop schema ${schema} cascade`);
-          await admin.end();
-        },
+        cleanup: () => schema.drop(),
       };
     },
   };

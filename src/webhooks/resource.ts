@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RESOURCE_API_VERSION, RESOURCE_PROJECT_LABEL, ResourceNameSchema } from '../core/index.js';
 import type { DeliveryRecord, WebhookRecord } from '../store/index.js';
 import {
   eventType,
@@ -16,16 +17,11 @@ import {
  * (`run.finished`); the API answers with enum values.
  */
 
-export const API_VERSION = 'touchstone.dev/v1alpha1';
-export const PROJECT_LABEL = 'touchstone.dev/project';
+export const API_VERSION = RESOURCE_API_VERSION;
+export const PROJECT_LABEL = RESOURCE_PROJECT_LABEL;
 export const MIN_SECRET_LENGTH = 16;
 
-const name = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9_.-]{0,62}$/,
-    'names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
-  );
+const name = ResourceNameSchema;
 
 const url = z
   .string()

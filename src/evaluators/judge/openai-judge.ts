@@ -6,7 +6,6 @@ import {
   isTouchstoneError,
   systemClock,
   type TouchstoneError,
-  type Usage,
 } from '../../core/index.js';
 import {
   type HttpClient,
@@ -15,6 +14,7 @@ import {
   resolveCredential,
 } from '../../net/index.js';
 import type { Judge, JudgeRequest, JudgeResponse } from '../contract.js';
+import { ChatUsageSchema, chatUsage, parseChatCompletion } from './chat-completion.js';
 import { JudgeErrors } from './error-codes.js';
 import { parseJsonObject } from './json-answer.js';
 import { realSleep, Semaphore, type Sleep, TokenBucket } from './limits.js';
@@ -44,13 +44,7 @@ const MAX_BACKOFF_MS = 30_000;
 const ChatCompletionSchema = z.object({
   model: z.string().optional(),
   choices: z.array(z.object({ message: z.object({ content: z.string() }) })).min(1),
-  usage: z
-    .object({
-      prompt_tokens: z.number().nonnegative().optional(),
-      completion_tokens: z.number().nonnegative().optional(),
-      total_tokens: z.number().nonnegative().optional(),
-    })
-    .nullish(),
+  usage: ChatUsageSchema,
 });
 
 type Answer = Omit<JudgeResponse, 'cached'>;
@@ -70,11 +64,6 @@ function cacheKey(model: string, request: JudgeRequest): string {
     request.messages.map((m) => [m.role, m.content]),
   ]);
   return createHash('sha256').update(material).digest('hex');
-}
-
-function issuePaths(error: z.ZodError): string {
-  const paths = error.issues.map((i) => i.path.map(String).join('.') || '(root)');
-  return [...new Set(paths)].slice(0, 5).join(', ');
 }
 
 /**
@@ -127,31 +116,20 @@ export function createJudge(name: string, config: JudgeConfig, deps: JudgeDeps):
   }
 
   function parseAnswer(res: HttpResponse, request: JudgeRequest): Answer {
-    let json: unknown;
-    try {
-      json = JSON.parse(res.body.toString('utf8'));
-    } catch {
-      throw JudgeErrors.JUDGE_BAD_RESPONSE(`${label} answered with a body that is not JSON`);
-    }
-    const parsed = ChatCompletionSchema.safeParse(json);
-    if (!parsed.success) {
-      throw JudgeErrors.JUDGE_BAD_RESPONSE(
-        `${label} answered with JSON that is not a chat completion (wrong or missing: ${issuePaths(parsed.error)})`,
-      );
-    }
-    const content = parsed.data.choices[0]?.message.content ?? '';
+    const answer = parseChatCompletion(
+      res.body,
+      ChatCompletionSchema,
+      label,
+      JudgeErrors.JUDGE_BAD_RESPONSE,
+    );
+    const content = answer.choices[0]?.message.content ?? '';
     // Checked here, not only by the evaluator, so a malformed answer is never cached.
     if (request.json === true && parseJsonObject(content) === undefined) {
       throw JudgeErrors.JUDGE_BAD_RESPONSE(
         `${label} was asked for a JSON object and answered with something else`,
       );
     }
-    const usage: Usage = {};
-    const u = parsed.data.usage;
-    if (u?.prompt_tokens !== undefined) usage.inputTokens = u.prompt_tokens;
-    if (u?.completion_tokens !== undefined) usage.outputTokens = u.completion_tokens;
-    if (u?.total_tokens !== undefined) usage.totalTokens = u.total_tokens;
-    return { content, model: parsed.data.model ?? config.model, usage };
+    return { content, model: answer.model ?? config.model, usage: chatUsage(answer.usage) };
   }
 
   function backoffMs(retry: number): number {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Step, Usage } from '../../core/index.js';
+import { ChatUsageSchema, chatUsage, parseChatCompletion } from '../../evaluators/index.js';
 import { CredentialErrors, resolveCredential } from '../../net/index.js';
 import type { TargetCall, TargetDeps, TargetOutput } from './contract.js';
 import { TargetErrors } from './error-codes.js';
@@ -26,13 +27,7 @@ const ChatCompletionSchema = z.object({
       }),
     )
     .min(1),
-  usage: z
-    .object({
-      prompt_tokens: z.number().nonnegative().optional(),
-      completion_tokens: z.number().nonnegative().optional(),
-      total_tokens: z.number().nonnegative().optional(),
-    })
-    .nullish(),
+  usage: ChatUsageSchema,
 });
 
 /** Text of an input for a `user` message: strings as they are, anything else as JSON. */
@@ -46,12 +41,6 @@ function wireMessage(m: ChatMessage): Record<string, unknown> {
   const content =
     typeof m.content === 'string' || Array.isArray(m.content) ? m.content : asText(m.content);
   return { role: m.role, content, ...(m.name === undefined ? {} : { name: m.name }) };
-}
-
-function issuePaths(error: z.ZodError): string {
-  return [...new Set(error.issues.map((i) => i.path.map(String).join('.') || '(root)'))]
-    .slice(0, 5)
-    .join(', ');
 }
 
 /**
@@ -113,25 +102,15 @@ export function openAiBackend(
       signal,
     );
     const end = now();
-    let json: unknown;
-    try {
-      json = JSON.parse(res.body.toString('utf8'));
-    } catch {
-      throw TargetErrors.TARGET_BAD_RESPONSE(`${label} answered with a body that is not JSON`);
-    }
-    const parsed = ChatCompletionSchema.safeParse(json);
-    if (!parsed.success) {
-      throw TargetErrors.TARGET_BAD_RESPONSE(
-        `${label} answered with JSON that is not a chat completion (wrong or missing: ${issuePaths(parsed.error)})`,
-      );
-    }
-    const message = parsed.data.choices[0]?.message;
+    const answer = parseChatCompletion(
+      res.body,
+      ChatCompletionSchema,
+      label,
+      TargetErrors.TARGET_BAD_RESPONSE,
+    );
+    const message = answer.choices[0]?.message;
     const content = message?.content ?? '';
-    const usage: Usage = { latencyMs: end - start };
-    const u = parsed.data.usage;
-    if (u?.prompt_tokens !== undefined) usage.inputTokens = u.prompt_tokens;
-    if (u?.completion_tokens !== undefined) usage.outputTokens = u.completion_tokens;
-    if (u?.total_tokens !== undefined) usage.totalTokens = u.total_tokens;
+    const usage: Usage = { latencyMs: end - start, ...chatUsage(answer.usage) };
     const toolCalls = (message?.tool_calls ?? []).map((c) => ({
       ...(c.id === undefined ? {} : { id: c.id }),
       name: c.function.name,
@@ -140,7 +119,7 @@ export function openAiBackend(
     const step: Step = {
       type: 'llm',
       name: 'chat.completions',
-      model: parsed.data.model ?? spec.model,
+      model: answer.model ?? spec.model,
       input: wire,
       output: [
         {

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+
+/**
+ * What every declarative resource (OnlineEvalPolicy, TraceSource, Webhook, Run) shares: its
+ * `apiVersion`, the label naming its project, and the grammar of its names.
+ */
+
+export const RESOURCE_API_VERSION = 'touchstone.dev/v1alpha1';
+export const RESOURCE_PROJECT_LABEL = 'touchstone.dev/project';
+
+/** A resource or project name: also a path segment and a label value, hence the narrow grammar. */
+export const ResourceNameSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_.-]{0,62}$/,
+    'names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
+  );
