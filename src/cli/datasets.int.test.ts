@@ -91,4 +91,27 @@ describe('touchstone datasets', () => {
     expect(imported.stderr).toBe('');
     expect(imported.stdout.trim()).toMatch(/^datasets\/default\/more\/[0-9a-f]{64}\.jsonl$/);
   });
+
+  it("reports a server's refusals with their code, over REST (upload) and Connect (import)", () => {
+    const up = cli(['datasets', 'upload', bad, '--name', 'qa', '--server', base]);
+    expect(up.code).toBe(2);
+    expect(up.stderr).toContain('DATASET_ROW_INVALID: dataset rejected, nothing was published');
+    expect(up.stderr).toContain('line 2, field secret: unknown field');
+    expect(up.stderr).toMatch(/\(request id [0-9a-f-]{36}\)/);
+    expect(up.stderr + up.stdout).not.toContain('do-not-print-me');
+
+    const outside = cli([
+      'datasets',
+      'import',
+      'elsewhere/default/more.jsonl',
+      '--name',
+      'more',
+      '--server',
+      base,
+    ]);
+    expect(outside.code).toBe(2);
+    expect(outside.stdout).toBe('');
+    expect(outside.stderr).toContain('DATASET_URI_REFUSED');
+    expect(outside.stderr).toMatch(/incoming\/default\/[\s\S]*\(request id [0-9a-f-]{36}\)/);
+  });
 });
