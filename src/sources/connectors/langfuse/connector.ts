@@ -10,6 +10,7 @@ import type {
   WriteBackItem,
   WriteBackOutcome,
 } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { LangfuseErrors } from './error-codes.js';
 import {
   type ConvertOptions,
@@ -18,7 +19,7 @@ import {
   spansOf,
   truncatedMetadataKeys,
 } from './observations.js';
-import { createLangfuseRest, isRecord } from './rest.js';
+import { createLangfuseRest } from './rest.js';
 import { writeScores } from './scores.js';
 import {
   decodeToken,

@@ -1,8 +1,8 @@
 import type { Attributes } from '../../../core/index.js';
 import { decodeOtlpJson } from '../../../ingest/index.js';
 import type { FetchedTrace, TraceHeader } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { otelSpanId, otelTraceId } from './ids.js';
-import { isRecord } from './rest.js';
 
 /**
  * Langfuse v2 observations (`ObservationV2`) → our model. Root observations (one listing page)

@@ -1,5 +1,6 @@
 import type { TouchstoneError } from '../../../core/index.js';
-import type { HttpClient, HttpMethod, HttpResponse } from '../../../net/index.js';
+import type { HttpClient } from '../../../net/index.js';
+import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
 import { LangfuseErrors } from './error-codes.js';
 
 /**
@@ -9,19 +10,9 @@ import { LangfuseErrors } from './error-codes.js';
  * meaning (404 on the v2 observations route) read the `LangfuseAnswer` instead of `expectOk`.
  */
 
-export interface LangfuseCall {
-  method: HttpMethod;
-  /** Path from the server root, e.g. `/api/public/v2/observations`. */
-  path: string;
-  /** Repeated keys for arrays (`environment=a&environment=b`). */
-  query?: Record<string, string | readonly string[] | undefined>;
-  body?: unknown;
-  /** What the call does, for messages (`GET v2/observations`). */
-  what: string;
+export interface LangfuseCall extends RestCall {
   /** Health is the one route without auth. */
   anonymous?: boolean;
-  maxResponseBytes?: number;
-  signal?: AbortSignal;
 }
 
 export interface LangfuseAnswer {
@@ -52,15 +43,6 @@ export interface LangfuseRest {
   expectOk(call: LangfuseCall): Promise<Record<string, unknown>>;
   /** The error for an answer that is not a usable 2xx JSON object. */
   failure(answer: LangfuseAnswer, what: string): TouchstoneError;
-}
-
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function mediaTypeOf(res: HttpResponse): string {
-  const raw = res.headers['content-type'] ?? '';
-  return raw.split(';')[0]?.trim().toLowerCase() ?? '';
 }
 
 function mayBeJson(mediaType: string): boolean {
@@ -100,49 +82,16 @@ export function basicAuthorization(credential: string | undefined): string {
 }
 
 export function createLangfuseRest(options: LangfuseRestOptions): LangfuseRest {
-  let base: URL;
-  try {
-    base = new URL(options.endpoint);
-  } catch {
-    throw LangfuseErrors.LANGFUSE_REQUEST_REFUSED('the Langfuse endpoint is not an absolute URL');
-  }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw LangfuseErrors.LANGFUSE_REQUEST_REFUSED(
-      'the Langfuse endpoint must be an http or https URL',
-    );
-  }
-  // A path prefix (Langfuse behind /langfuse) is kept; query and fragment are not.
-  const prefix = base.pathname.replace(/\/+$/, '');
-  const origin = base.origin;
-  const host = base.host;
-
-  function url(call: LangfuseCall): string {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(call.query ?? {})) {
-      if (value === undefined) continue;
-      if (typeof value === 'string') params.append(key, value);
-      else for (const v of value) params.append(key, v);
-    }
-    const search = params.toString();
-    return `${origin}${prefix}${call.path}${search === '' ? '' : `?${search}`}`;
-  }
+  const endpoint = restEndpoint('Langfuse', options.endpoint, options.http, (m) =>
+    LangfuseErrors.LANGFUSE_REQUEST_REFUSED(m),
+  );
+  const host = endpoint.host;
 
   async function send(call: LangfuseCall): Promise<LangfuseAnswer> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (call.anonymous !== true) headers.authorization = basicAuthorization(options.credential?.());
-    let body: string | undefined;
-    if (call.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(call.body);
-    }
-    const res = await options.http.request({
-      method: call.method,
-      url: url(call),
-      headers,
-      ...(body === undefined ? {} : { body }),
-      ...(call.maxResponseBytes === undefined ? {} : { maxResponseBytes: call.maxResponseBytes }),
-      ...(call.signal === undefined ? {} : { signal: call.signal }),
-    });
+    const res = await endpoint.request(
+      call,
+      call.anonymous === true ? {} : { authorization: basicAuthorization(options.credential?.()) },
+    );
     const mediaType = mediaTypeOf(res);
     const answer: LangfuseAnswer = { status: res.status, mediaType, json: undefined };
     if (res.retryAfterSeconds !== undefined) answer.retryAfterSeconds = res.retryAfterSeconds;

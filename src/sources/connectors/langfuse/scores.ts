@@ -1,8 +1,9 @@
 import { isTouchstoneError, type Score } from '../../../core/index.js';
 import type { WriteBackItem, WriteBackOutcome } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { LangfuseErrors } from './error-codes.js';
 import { scoreId } from './ids.js';
-import { isRecord, type LangfuseRest } from './rest.js';
+import type { LangfuseRest } from './rest.js';
 
 /**
  * Write-back as Langfuse scores (`POST /api/public/scores`): one trace score per (trace, policy,

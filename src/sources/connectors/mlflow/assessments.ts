@@ -1,7 +1,8 @@
 import { isTouchstoneError, type Score } from '../../../core/index.js';
 import type { WriteBackItem, WriteBackOutcome } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { MlflowErrors } from './error-codes.js';
-import { isRecord, type MlflowRest } from './rest.js';
+import type { MlflowRest } from './rest.js';
 
 /**
  * Write-back as MLflow feedback assessments: one per (trace, policy, metric), named after the

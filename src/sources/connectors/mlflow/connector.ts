@@ -10,9 +10,10 @@ import type {
   WriteBackItem,
   WriteBackOutcome,
 } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { writeAssessments } from './assessments.js';
 import { MlflowErrors } from './error-codes.js';
-import { createMlflowRest, isRecord, type MlflowAnswer } from './rest.js';
+import { createMlflowRest, type MlflowAnswer } from './rest.js';
 import { type ConvertOptions, spansFromArtifact, spansFromBatchGet } from './spans.js';
 import { spansLocation, traceHeader } from './trace-info.js';
 

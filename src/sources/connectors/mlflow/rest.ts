@@ -1,5 +1,6 @@
 import type { TouchstoneError } from '../../../core/index.js';
-import type { HttpClient, HttpMethod, HttpResponse } from '../../../net/index.js';
+import type { HttpClient } from '../../../net/index.js';
+import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
 import { MlflowErrors } from './error-codes.js';
 import { JsonSyntaxError, parseLosslessJson } from './lossless-json.js';
 
@@ -10,18 +11,7 @@ import { JsonSyntaxError, parseLosslessJson } from './lossless-json.js';
  * names one bad trace) read the `MlflowAnswer` instead of letting `expectOk` throw.
  */
 
-export interface MlflowCall {
-  method: HttpMethod;
-  /** Path from the server root, e.g. `/api/3.0/mlflow/traces/search`. */
-  path: string;
-  /** Repeated keys for arrays (`trace_ids=a&trace_ids=b`), as MLflow's GET handlers read them. */
-  query?: Record<string, string | readonly string[]>;
-  body?: unknown;
-  /** What the call does, for messages (`traces/search`). */
-  what: string;
-  maxResponseBytes?: number;
-  signal?: AbortSignal;
-}
+export type MlflowCall = RestCall;
 
 export interface MlflowAnswer {
   status: number;
@@ -52,15 +42,6 @@ export interface MlflowRest {
   failure(answer: MlflowAnswer, what: string): TouchstoneError;
 }
 
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function mediaTypeOf(res: HttpResponse): string {
-  const raw = res.headers['content-type'] ?? '';
-  return raw.split(';')[0]?.trim().toLowerCase() ?? '';
-}
-
 /** JSON bodies, and the trace artifact (served as text/plain or octet-stream, JSON inside). */
 function mayBeJson(mediaType: string): boolean {
   return (
@@ -73,47 +54,17 @@ function mayBeJson(mediaType: string): boolean {
 }
 
 export function createMlflowRest(options: MlflowRestOptions): MlflowRest {
-  let base: URL;
-  try {
-    base = new URL(options.endpoint);
-  } catch {
-    throw MlflowErrors.MLFLOW_REQUEST_REFUSED('the MLflow endpoint is not an absolute URL');
-  }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw MlflowErrors.MLFLOW_REQUEST_REFUSED('the MLflow endpoint must be an http or https URL');
-  }
-  // A path prefix (a server behind /mlflow) is kept; query and fragment are not.
-  const prefix = base.pathname.replace(/\/+$/, '');
-  const origin = base.origin;
-  const host = base.host;
-
-  function url(call: MlflowCall): string {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(call.query ?? {})) {
-      if (typeof value === 'string') params.append(key, value);
-      else for (const v of value) params.append(key, v);
-    }
-    const search = params.toString();
-    return `${origin}${prefix}${call.path}${search === '' ? '' : `?${search}`}`;
-  }
+  const endpoint = restEndpoint('MLflow', options.endpoint, options.http, (m) =>
+    MlflowErrors.MLFLOW_REQUEST_REFUSED(m),
+  );
+  const host = endpoint.host;
 
   async function send(call: MlflowCall): Promise<MlflowAnswer> {
-    const headers: Record<string, string> = { accept: 'application/json' };
     const token = options.token?.();
-    if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
-    let body: string | undefined;
-    if (call.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(call.body);
-    }
-    const res = await options.http.request({
-      method: call.method,
-      url: url(call),
-      headers,
-      ...(body === undefined ? {} : { body }),
-      ...(call.maxResponseBytes === undefined ? {} : { maxResponseBytes: call.maxResponseBytes }),
-      ...(call.signal === undefined ? {} : { signal: call.signal }),
-    });
+    const res = await endpoint.request(
+      call,
+      token !== undefined && token !== '' ? { authorization: `Bearer ${token}` } : {},
+    );
     const mediaType = mediaTypeOf(res);
     const answer: MlflowAnswer = { status: res.status, mediaType, json: undefined };
     if (res.retryAfterSeconds !== undefined) answer.retryAfterSeconds = res.retryAfterSeconds;

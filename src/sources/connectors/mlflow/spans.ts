@@ -1,8 +1,8 @@
 import type { Span } from '../../../core/index.js';
 import { decodeOtlpJson } from '../../../ingest/index.js';
 import type { FetchedTrace, TraceHeader } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { parseLosslessJson } from './lossless-json.js';
-import { isRecord } from './rest.js';
 
 /**
  * MLflow span data → our Span model, through the OTLP/JSON decoder (ids, times, status, events

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Attributes } from '../../../core/index.js';
 import type { TraceHeader } from '../../connector.js';
-import { isRecord } from './rest.js';
+import { isRecord } from '../json-rest.js';
 
 /**
  * MLflow `TraceInfoV3` (a search hit, or `trace_info` of a batchGet entry) → TraceHeader. The

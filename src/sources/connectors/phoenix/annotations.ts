@@ -1,7 +1,8 @@
 import { isTouchstoneError, type Score } from '../../../core/index.js';
 import type { WriteBackItem, WriteBackOutcome } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { PhoenixErrors } from './error-codes.js';
-import { isRecord, type PhoenixAnswer, type PhoenixRest } from './rest.js';
+import type { PhoenixAnswer, PhoenixRest } from './rest.js';
 
 /**
  * Write-back as Phoenix annotations: one per (trace, policy, metric), named after the metric, on

@@ -12,9 +12,10 @@ import type {
   WriteBackItem,
   WriteBackOutcome,
 } from '../../connector.js';
+import { isRecord } from '../json-rest.js';
 import { writeAnnotations } from './annotations.js';
 import { PhoenixErrors } from './error-codes.js';
-import { createPhoenixRest, isRecord, type PhoenixAnswer } from './rest.js';
+import { createPhoenixRest, type PhoenixAnswer } from './rest.js';
 import { type ConvertOptions, isoToMs, msToIso, rootLabels, spansFromPhoenix } from './spans.js';
 
 /**

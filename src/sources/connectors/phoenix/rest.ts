@@ -1,5 +1,6 @@
 import type { TouchstoneError } from '../../../core/index.js';
-import type { HttpClient, HttpMethod, HttpResponse } from '../../../net/index.js';
+import type { HttpClient } from '../../../net/index.js';
+import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
 import { PhoenixErrors } from './error-codes.js';
 
 /**
@@ -11,18 +12,7 @@ import { PhoenixErrors } from './error-codes.js';
  * on a project lookup or an annotation batch) read the `PhoenixAnswer` instead of `expectOk`.
  */
 
-export interface PhoenixCall {
-  method: HttpMethod;
-  /** Path from the server root, e.g. `/v1/projects/support/traces`. */
-  path: string;
-  /** Repeated keys for arrays (`trace_id=a&trace_id=b`), as Phoenix's list routes read them. */
-  query?: Record<string, string | readonly string[]>;
-  body?: unknown;
-  /** What the call does, for messages (`list traces`). */
-  what: string;
-  maxResponseBytes?: number;
-  signal?: AbortSignal;
-}
+export type PhoenixCall = RestCall;
 
 export interface PhoenixAnswer {
   status: number;
@@ -55,15 +45,6 @@ export interface PhoenixRest {
   failure(answer: PhoenixAnswer, what: string): TouchstoneError;
 }
 
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function mediaTypeOf(res: HttpResponse): string {
-  const raw = res.headers['content-type'] ?? '';
-  return raw.split(';')[0]?.trim().toLowerCase() ?? '';
-}
-
 function isJson(mediaType: string): boolean {
   return mediaType === '' || mediaType.endsWith('/json') || mediaType.endsWith('+json');
 }
@@ -87,50 +68,17 @@ function validationFields(json: unknown): string {
 }
 
 export function createPhoenixRest(options: PhoenixRestOptions): PhoenixRest {
-  let base: URL;
-  try {
-    base = new URL(options.endpoint);
-  } catch {
-    throw PhoenixErrors.PHOENIX_REQUEST_REFUSED('the Phoenix endpoint is not an absolute URL');
-  }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw PhoenixErrors.PHOENIX_REQUEST_REFUSED(
-      'the Phoenix endpoint must be an http or https URL',
-    );
-  }
-  // A path prefix (a server behind /phoenix, PHOENIX_HOST_ROOT_PATH) is kept; query and fragment
-  // are not.
-  const prefix = base.pathname.replace(/\/+$/, '');
-  const origin = base.origin;
-  const host = base.host;
-
-  function url(call: PhoenixCall): string {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(call.query ?? {})) {
-      if (typeof value === 'string') params.append(key, value);
-      else for (const v of value) params.append(key, v);
-    }
-    const search = params.toString();
-    return `${origin}${prefix}${call.path}${search === '' ? '' : `?${search}`}`;
-  }
+  const endpoint = restEndpoint('Phoenix', options.endpoint, options.http, (m) =>
+    PhoenixErrors.PHOENIX_REQUEST_REFUSED(m),
+  );
+  const host = endpoint.host;
 
   async function send(call: PhoenixCall): Promise<PhoenixAnswer> {
-    const headers: Record<string, string> = { accept: 'application/json' };
     const key = options.apiKey?.();
-    if (key !== undefined && key !== '') headers.authorization = `Bearer ${key}`;
-    let body: string | undefined;
-    if (call.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(call.body);
-    }
-    const res = await options.http.request({
-      method: call.method,
-      url: url(call),
-      headers,
-      ...(body === undefined ? {} : { body }),
-      ...(call.maxResponseBytes === undefined ? {} : { maxResponseBytes: call.maxResponseBytes }),
-      ...(call.signal === undefined ? {} : { signal: call.signal }),
-    });
+    const res = await endpoint.request(
+      call,
+      key !== undefined && key !== '' ? { authorization: `Bearer ${key}` } : {},
+    );
     const mediaType = mediaTypeOf(res);
     const answer: PhoenixAnswer = {
       status: res.status,

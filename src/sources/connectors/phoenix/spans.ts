@@ -1,7 +1,7 @@
 import type { Attributes, Span } from '../../../core/index.js';
 import { decodeOtlpJson } from '../../../ingest/index.js';
 import type { FetchedTrace, TraceHeader } from '../../connector.js';
-import { isRecord } from './rest.js';
+import { isRecord } from '../json-rest.js';
 
 /**
  * Phoenix spans (`GET /v1/projects/{project}/spans`) → our Span model, through the OTLP/JSON
