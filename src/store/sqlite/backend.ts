@@ -8,6 +8,7 @@ import {
   type Dialect,
   type Kysely,
   SqliteAdapter,
+  type SqliteDatabase,
   SqliteDriver,
   SqliteIntrospector,
   SqliteQueryCompiler,
@@ -45,6 +46,38 @@ class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
+}
+
+/**
+ * Prepared statements kept per connection. better-sqlite3 compiles the SQL on every `prepare()`,
+ * and Kysely prepares every query it runs: for the statements run per trace or per request that
+ * compilation was a tenth of the completion worker's time. Statements longer than
+ * MAX_CACHED_SQL (one-off multi-row statements) are not kept.
+ */
+const STATEMENT_CACHE_SIZE = 256;
+const MAX_CACHED_SQL = 16_384;
+
+/** The connection Kysely sees: `prepare()` answers from an LRU of compiled statements. */
+export function withStatementCache(database: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => database.close(),
+    prepare(text: string) {
+      const cached = cache.get(text);
+      // A statement still being iterated (a streamed query) cannot run again until it is done.
+      if (cached !== undefined && !cached.busy) {
+        cache.delete(text);
+        cache.set(text, cached);
+        return cached;
+      }
+      const statement = database.prepare(text);
+      if (cached === undefined && text.length <= MAX_CACHED_SQL) {
+        cache.set(text, statement);
+        if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+      }
+      return statement;
+    },
+  };
 }
 
 function errorCode(err: unknown): string {
@@ -100,7 +133,7 @@ export function createSqliteBackend(dataDir: string): StoreBackend {
     throw translateSqliteError(err, file);
   }
 
-  const config = { database };
+  const config = { database: withStatementCache(database) };
   const kyselyDialect: Dialect = {
     createDriver: () => new ImmediateSqliteDriver(config),
     createQueryCompiler: () => new SqliteQueryCompiler(),
