@@ -145,7 +145,8 @@ export class PulledTraceWriter {
         now,
       );
       const result = await tx.traces.complete(pending, normalized, digest, now);
-      if (result.changed) {
+      const scored = await tx.policies.projectsWithPolicies([trace.project]);
+      if (result.changed && scored.has(trace.project)) {
         await tx.work.enqueue(
           [
             {
@@ -247,16 +248,18 @@ export class TraceCompleter {
         return { pending, normalized, digest: recordDigest(normalized.record) };
       });
       // A changed version gets its online-scoring work item in the transaction that stores it, so
-      // a stored trace is never left unqueued (DESIGN §1).
+      // a stored trace is never left unqueued (DESIGN §1) — in projects that have a policy: with
+      // none, nothing would score it (policies apply to traces completed after them).
       const progressed = await store.withTransaction(async (tx) => {
         const now = clock.now();
+        const scored = await tx.policies.projectsWithPolicies(due.map((d) => d.project));
         const items: NewWorkItem[] = [];
         let completed = 0;
         for (const d of done) {
           const result = await tx.traces.complete(d.pending, d.normalized, d.digest, now);
           if (!result.completed) continue;
           completed++;
-          if (result.changed) {
+          if (result.changed && scored.has(d.pending.project)) {
             items.push({
               project: d.pending.project,
               traceId: d.pending.traceId,

@@ -229,6 +229,23 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
     expect(await app.store.work.stats()).toEqual({ depth: 0 });
   });
 
+  it('queues nothing for a project without policies; a policy applied later scores the traces completed after it', async () => {
+    const before = await send('weather');
+    clock.advance(2500);
+    await app.completer.tick();
+    expect(await app.store.traces.get('default', before)).toBeDefined();
+    expect(await app.store.work.stats()).toEqual({ depth: 0 });
+
+    await apply('p', { stages: [{ evaluators: [{ ref: 'step-budget' }] }] });
+    const after = await send('weather');
+    clock.advance(2500);
+    await app.completer.tick();
+    expect(await app.store.work.stats()).toMatchObject({ depth: 1 });
+    await app.engine.tick();
+    expect((await scoresOf(after)).results.p?.map((r) => r.outcome)).toEqual(['OUTCOME_SCORED']);
+    expect((await scoresOf(before)).results).toEqual({});
+  });
+
   it('samples deterministically per (trace, policy); `always: [error]` bypasses sampling', async () => {
     await apply('half', {
       sampling: { rate: 0.5, always: ['error'] },

@@ -211,6 +211,13 @@ function onlineContract(harness: StoreHarness): void {
         { project: 'p', name: 'quality', generation: 2 },
         { project: 'q', name: 'quality', generation: 1 },
       ]);
+      await store.policies.upsert('p', 'other', resource(1), clock.now());
+      expect(await store.policies.projectsWithPolicies(['p', 'r', 'q', 'p'])).toEqual(
+        new Set(['p', 'q']),
+      );
+      expect(await store.policies.projectsWithPolicies([])).toEqual(new Set());
+      await store.policies.delete('q', 'quality');
+      expect(await store.policies.projectsWithPolicies(['q'])).toEqual(new Set());
     });
 
     it('lists a project by name page by page, and deletes', async () => {

@@ -107,6 +107,17 @@ export class KyselyPolicyStore implements PolicyStore {
       .execute();
   }
 
+  async projectsWithPolicies(projects: readonly string[]): Promise<Set<string>> {
+    if (projects.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('policies')
+      .select('project')
+      .distinct()
+      .where('project', 'in', [...new Set(projects)])
+      .execute();
+    return new Set(rows.map((r) => r.project));
+  }
+
   async delete(project: string, name: string): Promise<boolean> {
     const result = await this.db
       .deleteFrom('policies')

@@ -145,6 +145,11 @@ export interface PendingTrace {
   lastSpanAt: number;
   labels: Record<string, string>;
   source: string;
+  /**
+   * The digest stored when this was read ('' before a first completion). When given, completion
+   * also requires it to be unchanged, so it needs no read of its own to tell `changed`.
+   */
+  digest?: string;
 }
 
 export interface StoredTrace extends TraceSummary {
@@ -399,6 +404,11 @@ export interface PolicyStore {
   listAll(project: string): Promise<PolicyRecord[]>;
   /** Every policy's (project, name, generation): the engine's cheap check that its cache is current. */
   versions(): Promise<{ project: string; name: string; generation: number }[]>;
+  /**
+   * Which of these projects have at least one policy. Completion queues a trace for online
+   * scoring only in those: policy changes apply to traces completed after them.
+   */
+  projectsWithPolicies(projects: readonly string[]): Promise<Set<string>>;
   /** Returns false when there was none. Stored results, windows and alert states stay. */
   delete(project: string, name: string): Promise<boolean>;
 }

@@ -379,7 +379,14 @@ function storeContract(harness: Harness): void {
       expect(await store.traces.dueForCompletion(T0 + 1999, rules, 10)).toEqual([]);
       const due = await store.traces.dueForCompletion(T0 + 2000, rules, 10);
       expect(due).toEqual([
-        { project: 'p', traceId: T, lastSpanAt: T0, labels: { key: 'k' }, source: 'src' },
+        {
+          project: 'p',
+          traceId: T,
+          lastSpanAt: T0,
+          labels: { key: 'k' },
+          source: 'src',
+          digest: '',
+        },
       ]);
       expect(
         (await store.traces.dueForCompletion(T0 + 30_000, rules, 10)).map((d) => d.traceId).sort(),
@@ -436,6 +443,34 @@ function storeContract(harness: Harness): void {
       expect(
         await store.traces.complete(late!, normalized('x', { env: 'prod' }), 'd1', T0 + 7000),
       ).toEqual({ completed: true, changed: false });
+    });
+
+    it('does not complete from a read older than a completion in between, even with the same last span time', async () => {
+      const open = () =>
+        store.traces.appendSpans(
+          [{ project: 'p', traceId: T, spans: [span(T, '1'.repeat(16))], labels: {}, source: '' }],
+          T0,
+        );
+      await open();
+      const [stale] = await store.traces.dueForCompletion(T0 + 2000, rules, 1);
+      const [current] = await store.traces.dueForCompletion(T0 + 2000, rules, 1);
+      expect(await store.traces.complete(current!, normalized('a'), 'd1', T0 + 2000)).toEqual({
+        completed: true,
+        changed: true,
+      });
+      // Re-opened within the same millisecond: last_span_at is what the stale read saw.
+      await open();
+      expect(stale?.digest).toBe('');
+      expect(await store.traces.complete(stale!, normalized('b'), 'd2', T0 + 2000)).toEqual({
+        completed: false,
+        changed: false,
+      });
+      const [fresh] = await store.traces.dueForCompletion(T0 + 2000, rules, 1);
+      expect(fresh?.digest).toBe('d1');
+      expect(await store.traces.complete(fresh!, normalized('b'), 'd2', T0 + 2000)).toEqual({
+        completed: true,
+        changed: true,
+      });
     });
 
     it('lists completed traces newest first, filtered and paged', async () => {

@@ -15,6 +15,7 @@ import {
   type Span,
   type TraceRoot,
 } from '../core/index.js';
+import { batches, placeholders } from './batches.js';
 import { toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
@@ -31,7 +32,7 @@ import type {
 } from './ports.js';
 import type { Database, SpanChunksTable, TracesTable } from './schema.js';
 
-/** Rows per multi-row INSERT (SQLite binds at most 32766 parameters per statement). */
+/** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
 
 function hasBytes(value: unknown): boolean {
@@ -116,12 +117,12 @@ export class KyselyTraceStore implements TraceStore {
     private readonly dialect: StoreDialect,
   ) {}
 
-  async appendSpans(batches: readonly SpanBatch[], now: number): Promise<void> {
+  async appendSpans(spanBatches: readonly SpanBatch[], now: number): Promise<void> {
     // Chunk keys order by arrival; one random prefix per call (plus the batch index) keeps them
     // unique across calls and replicas without a random draw per trace.
     const stamp = `${String(now).padStart(13, '0')}-${randomBytes(6).toString('hex')}`;
     await this.insertChunks(
-      batches.map((b, i) => ({
+      spanBatches.map((b, i) => ({
         project: b.project,
         trace_id: b.traceId,
         chunk: `${stamp}-${String(i).padStart(5, '0')}`,
@@ -130,7 +131,7 @@ export class KyselyTraceStore implements TraceStore {
     );
     // One row per trace; several batches of one trace in a call are merged first.
     const traces = new Map<string, { batch: SpanBatch; rootEndedAt: number | null }>();
-    for (const b of batches) {
+    for (const b of spanBatches) {
       const key = `${b.project}\u0000${b.traceId}`;
       const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
       const prev = traces.get(key);
@@ -165,11 +166,10 @@ export class KyselyTraceStore implements TraceStore {
         Math.floor(start),
       ];
     });
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      const part = rows.slice(i, i + CHUNK);
+    for (const part of batches(this.dialect, rows, CHUNK)) {
       await this.db.executeQuery(
         CompiledQuery.raw(
-          `insert into traces (${columns.join(', ')}) values ${this.placeholders(part.length, columns.length)}
+          `insert into traces (${columns.join(', ')}) values ${placeholders(this.dialect, part.length, columns.length)}
            on conflict (project, trace_id) do update set
              last_span_at = excluded.last_span_at,
              root_ended_at = coalesce(traces.root_ended_at, excluded.root_ended_at),
@@ -181,16 +181,6 @@ export class KyselyTraceStore implements TraceStore {
     }
   }
 
-  /** `(?, ?), (?, ?)` on SQLite, `($1, $2), ($3, $4)` on PostgreSQL. */
-  private placeholders(rows: number, columns: number): string {
-    let n = 0;
-    const one = () => (this.dialect === 'postgres' ? `$${++n}` : '?');
-    return Array.from(
-      { length: rows },
-      () => `(${Array.from({ length: columns }, one).join(', ')})`,
-    ).join(', ');
-  }
-
   /**
    * Inserts span chunks, the hot path of ingest: one multi-row VALUES statement for the whole
    * request, built as text, skipping Kysely's query builder, which dominates for many rows. Each
@@ -198,11 +188,10 @@ export class KyselyTraceStore implements TraceStore {
    * every quote of the span JSON into an array literal, which cost more than the rest of the write.
    */
   private async insertChunks(rows: SpanChunksTable[]): Promise<void> {
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      const part = rows.slice(i, i + CHUNK);
+    for (const part of batches(this.dialect, rows, CHUNK)) {
       await this.db.executeQuery(
         CompiledQuery.raw(
-          `insert into span_chunks (project, trace_id, chunk, spans) values ${this.placeholders(part.length, 4)}`,
+          `insert into span_chunks (project, trace_id, chunk, spans) values ${placeholders(this.dialect, part.length, 4)}`,
           part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
         ),
       );
@@ -216,7 +205,7 @@ export class KyselyTraceStore implements TraceStore {
   ): Promise<PendingTrace[]> {
     const rows = await this.db
       .selectFrom('traces')
-      .select(['project', 'trace_id', 'last_span_at', 'ingest_labels', 'source'])
+      .select(['project', 'trace_id', 'last_span_at', 'ingest_labels', 'source', 'digest'])
       .where('completed_at', 'is', null)
       .where((eb) =>
         eb.or([
@@ -237,6 +226,7 @@ export class KyselyTraceStore implements TraceStore {
       lastSpanAt: r.last_span_at,
       labels: JSON.parse(r.ingest_labels) as Record<string, string>,
       source: r.source,
+      digest: r.digest,
     }));
   }
 
@@ -281,19 +271,24 @@ export class KyselyTraceStore implements TraceStore {
   ): Promise<CompletionResult> {
     // Raw statements: completion runs per trace, and the query builder's compile dominated it.
     const p = (n: number) => (this.dialect === 'postgres' ? `$${n}` : '?');
-    const before = await this.db.executeQuery<{ digest: string | null }>(
-      CompiledQuery.raw(
-        `select digest from traces where project = ${p(1)} and trace_id = ${p(2)}`,
-        [pending.project, pending.traceId],
-      ),
-    );
+    let previous = pending.digest;
+    if (previous === undefined) {
+      const before = await this.db.executeQuery<{ digest: string }>(
+        CompiledQuery.raw(
+          `select digest from traces where project = ${p(1)} and trace_id = ${p(2)}`,
+          [pending.project, pending.traceId],
+        ),
+      );
+      previous = before.rows[0]?.digest ?? '';
+    }
     const s = trace.summary;
     const result = await this.db.executeQuery(
       CompiledQuery.raw(
         `update traces set completed_at = ${p(1)}, service = ${p(2)}, name = ${p(3)}, start_ms = ${p(4)},
            duration_ms = ${p(5)}, steps = ${p(6)}, error = ${p(7)}, labels = ${p(8)}, digest = ${p(9)},
            record = ${p(10)}, root = ${p(11)}
-         where project = ${p(12)} and trace_id = ${p(13)} and completed_at is null and last_span_at = ${p(14)}`,
+         where project = ${p(12)} and trace_id = ${p(13)} and completed_at is null
+           and last_span_at = ${p(14)} and digest = ${p(15)}`,
         [
           now,
           // PostgreSQL text cannot hold NUL; span data is JSON (escaped), these columns are not.
@@ -310,11 +305,12 @@ export class KyselyTraceStore implements TraceStore {
           pending.project,
           pending.traceId,
           pending.lastSpanAt,
+          previous,
         ],
       ),
     );
     const completed = (result.numAffectedRows ?? 0n) > 0n;
-    return { completed, changed: completed && before.rows[0]?.digest !== digest };
+    return { completed, changed: completed && previous !== digest };
   }
 
   private labelEquals(key: string, value: string): Expression<SqlBool> {
