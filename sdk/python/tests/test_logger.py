@@ -98,6 +98,27 @@ def test_futures_resolve_to_stored_trace_ids_with_every_field(server: Server) ->
     lg.close()
 
 
+def test_generated_trace_ids_are_time_ordered_and_unique(server: Server) -> None:
+    lg = logger_for(server)
+    before = time.time_ns() // 1_000_000
+    futures = [lg.log(f"q{i}", f"a{i}") for i in range(200)]
+    lg.flush(30)
+    after = time.time_ns() // 1_000_000
+    ids = [f.result(timeout=0) for f in futures]
+    assert len(set(ids)) == len(ids)
+    stamps = []
+    for trace_id in ids:
+        assert len(trace_id) == 32
+        assert trace_id == trace_id.lower()
+        assert int(trace_id, 16) != 0
+        stamps.append(int(trace_id[:12], 16))
+    assert stamps == sorted(stamps)
+    assert before <= stamps[0]
+    assert stamps[-1] <= after
+    assert server.trace(ids[-1])["record"]["output"] == "a199"
+    lg.close()
+
+
 def test_module_level_helpers_and_a_supplied_trace_id(server: Server) -> None:
     trace_id = secrets.token_hex(16)
     touchstone.init(server.url, server.ingest_key)
