@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import threading
 import time
 from concurrent.futures import wait
 from typing import Any
@@ -239,6 +240,38 @@ def test_overflow_fails_the_new_record_at_once_and_memory_stays_bounded(
     assert isinstance(too_large.exception(timeout=0), RecordTooLargeError)
     with pytest.raises(FlushError):
         big.close(timeout=0.5)
+
+
+def test_two_batches_in_flight_and_flush_waits_for_both(server: Server, proxy_factory: Any) -> None:
+    # The first request's answer is held back: the second batch goes out on the other
+    # connection meanwhile, is answered first, and flush() still waits for the first.
+    arrivals: list[float] = []
+    release = threading.Event()
+
+    def hold_first(handler: ProxyHandler, body: bytes) -> None:
+        arrivals.append(time.monotonic())
+        if len(arrivals) == 1:
+            release.wait(10)
+
+    proxy: Proxy = proxy_factory(hold_first)
+    lg = Logger(proxy.url, server.ingest_key, batch_size=5, max_in_flight=2)
+    first = [lg.log(f"first {i}", "o") for i in range(5)]
+    second = [lg.log(f"second {i}", "o") for i in range(5)]
+    wait(second, timeout=10)
+    assert all(f.result(timeout=0) for f in second)
+    assert len(arrivals) == 2
+    assert not any(f.done() for f in first)
+    flushed = threading.Thread(target=lg.flush, args=(30,))
+    flushed.start()
+    flushed.join(0.3)
+    assert flushed.is_alive(), "flush returned while the first batch was in flight"
+    release.set()
+    flushed.join(30)
+    assert all(f.done() for f in first)
+    assert server.trace(first[0].result())["record"]["input"] == "first 0"
+    with pytest.raises(ValueError, match="max_in_flight"):
+        Logger(proxy.url, max_in_flight=5)
+    lg.close()
 
 
 def test_server_down_then_up(server: Server, proxy_factory: Any) -> None:

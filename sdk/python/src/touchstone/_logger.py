@@ -1,7 +1,7 @@
 """The non-blocking logger.
 
 Records are serialized on the caller's thread, queued (bounded), and exported in batches over
-OTLP/HTTP by one background thread per logger and process.
+OTLP/HTTP by background threads (``max_in_flight``, one connection each) per logger and process.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from . import _otlp
+from ._future import new_future
 from ._http import Transport, describe_oserror, retry_after_seconds
 from ._rows import iter_rows
 from ._values import check_trace_id, json_text, label_text, metadata_text
@@ -45,6 +46,7 @@ MAX_QUEUE_RECORDS = 1024
 MAX_QUEUE_BYTES = 8 * 1024 * 1024
 # The server lists at most 1000 refused spans per request (docs/ingest.md): batches stay below.
 MAX_BATCH_RECORDS = 1000
+MAX_IN_FLIGHT = 4
 # Well under the server's default body limit (16 MiB).
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 # Retry-After beyond this is not waited for: the batch fails and the caller hears of it.
@@ -114,8 +116,8 @@ class Logger:
 
     Each ``log()`` serializes the record on the calling thread and returns a
     ``concurrent.futures.Future`` that resolves to the record's trace id once the server has
-    durably stored it, or fails with a :class:`~touchstone.errors.LoggingError` saying why. A
-    background thread exports queued records in batches over OTLP/HTTP (protobuf).
+    durably stored it, or fails with a :class:`~touchstone.errors.LoggingError` saying why.
+    Background threads export queued records in batches over OTLP/HTTP (protobuf).
 
     Memory is bounded: at most ``max_queue_records`` records and ``max_queue_bytes`` bytes are
     queued or in flight; a record that does not fit fails its future at once
@@ -135,6 +137,9 @@ class Logger:
         max_queue_records: Records queued or in flight at most (≤ 1024).
         max_queue_bytes: Serialized bytes queued or in flight at most (≤ 8 MiB).
         batch_size: Records per export request at most (≤ 1000).
+        max_in_flight: Export requests in flight at once, each from its own thread on its own
+            connection (1 to 4): while the server stores one batch, the next is on its way.
+            Records in flight count against the queue's limits all the same.
         flush_interval: Seconds a record waits at most for a batch to fill before it is sent.
         exit_timeout: Seconds pending records get to drain at interpreter exit.
         timeout: Seconds for each HTTP request.
@@ -157,6 +162,7 @@ class Logger:
         max_queue_records: int = MAX_QUEUE_RECORDS,
         max_queue_bytes: int = MAX_QUEUE_BYTES,
         batch_size: int = 512,
+        max_in_flight: int = 2,
         flush_interval: float = 0.2,
         exit_timeout: float = 30.0,
         timeout: float = 10.0,
@@ -171,6 +177,8 @@ class Logger:
             raise ValueError(f"max_queue_bytes must be between 1 and {MAX_QUEUE_BYTES} (8 MiB)")
         if not 1 <= batch_size <= MAX_BATCH_RECORDS:
             raise ValueError(f"batch_size must be between 1 and {MAX_BATCH_RECORDS}")
+        if not 1 <= max_in_flight <= MAX_IN_FLIGHT:
+            raise ValueError(f"max_in_flight must be between 1 and {MAX_IN_FLIGHT}")
         if compression not in (None, "gzip"):
             raise ValueError('compression must be None or "gzip"')
         if flush_interval <= 0 or timeout <= 0 or exit_timeout < 0 or max_retries < 0:
@@ -202,6 +210,7 @@ class Logger:
         self._max_records = max_queue_records
         self._max_bytes = max_queue_bytes
         self._batch_size = batch_size
+        self._max_in_flight = max_in_flight
         self._interval = flush_interval
         self.exit_timeout = exit_timeout
         self._max_retries = max_retries
@@ -236,15 +245,20 @@ class Logger:
         self._queued = 0  # records in the queue
         self._pending = 0  # records queued or in flight
         self._pending_bytes = 0
-        self._markers = 0
+        self._markers = 0  # markers in the queue
         self._oldest = 0.0
-        self._idle = False
+        self._idle = 0  # export threads waiting for records
         self._stopping = False
         self._abort = threading.Event()
-        self._in_flight: list[_Record] = []
+        # Batches are numbered as they are taken; those taken and not yet settled, by number.
+        self._taken = 0
+        self._in_flight: dict[int, list[_Record]] = {}
+        # Flush barriers taken from the queue: each waits until every batch numbered below it
+        # is settled (another thread may still be sending an earlier batch).
+        self._barriers: list[tuple[int, _Marker]] = []
         self._failures: dict[str, int] = {}
-        self._thread: threading.Thread | None = None
-        self._transport: Transport | None = None
+        self._threads: list[threading.Thread] = []
+        self._transports: list[Transport] = []
         self._pid = os.getpid()
 
     # ---- logging -------------------------------------------------------------------------------
@@ -384,7 +398,7 @@ class Logger:
         else:
             attrs += self._label_bytes
         payload = _span_entry(tid, span_id, self._name, now, now, attrs)
-        return _Record(Future(), payload, hex_id)
+        return _Record(new_future(), payload, hex_id)
 
     def _enqueue(self, record: _Record) -> Future[str]:
         future = record.future
@@ -417,8 +431,8 @@ class Logger:
                         self._cond.notify()
                 elif self._queued == self._batch_size and self._idle:
                     self._cond.notify()
-                if self._thread is None:
-                    self._start_worker()
+                if not self._threads:
+                    self._start_workers()
                 return future
             self._failures[_reason_of(error)] = self._failures.get(_reason_of(error), 0) + 1
         _fail(future, error)
@@ -434,11 +448,11 @@ class Logger:
                 failure is reported once, to the call that sees it).
             TimeoutError: Records were still pending after ``timeout`` seconds.
         """
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() in self._threads:
             raise RuntimeError("flush() cannot be called from the logger's own thread")
         marker: _Marker | None = None
         with self._lock:
-            if os.getpid() == self._pid and self._pending > 0 and self._thread is not None:
+            if os.getpid() == self._pid and self._pending > 0 and self._threads:
                 marker = _Marker()
                 self._queue.append(marker)
                 self._markers += 1
@@ -463,17 +477,19 @@ class Logger:
                 return
             self._closed = True
             self._stopping = True
-            thread = self._thread if os.getpid() == self._pid else None
+            threads = list(self._threads) if os.getpid() == self._pid else []
             self._cond.notify_all()
-        if thread is not None:
-            thread.join(timeout)
-            if thread.is_alive():
+        if threads:
+            deadline = None if timeout is None else _monotonic() + timeout
+            for thread in threads:
+                thread.join(None if deadline is None else max(0.0, deadline - _monotonic()))
+            if any(thread.is_alive() for thread in threads):
                 self._abort.set()
                 with self._lock:
                     self._cond.notify_all()
                 self._fail_queued(f"not sent: close() timed out after {timeout:.1f} s", ExportError)
                 with self._lock:
-                    sending = len(self._in_flight)
+                    sending = sum(len(batch) for batch in self._in_flight.values())
                     if sending:
                         # Their futures settle when the request ends; the caller hears now.
                         key = (
@@ -508,36 +524,56 @@ class Logger:
 
     # ---- the export thread ------------------------------------------------------------------
 
-    def _start_worker(self) -> None:
-        thread = threading.Thread(target=self._run, name="touchstone-logger", daemon=True)
-        self._thread = thread
-        thread.start()
+    def _start_workers(self) -> None:
+        # One thread (and connection) per request in flight: while the server stores one batch,
+        # the next is on its way.
+        for i in range(self._max_in_flight):
+            thread = threading.Thread(target=self._run, name=f"touchstone-logger-{i}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
         _register_child_drain()
 
     def _run(self) -> None:
         transport = Transport(self._base, timeout=self._timeout, ssl_context=self._ssl_context)
-        self._transport = transport
+        with self._lock:
+            self._transports.append(transport)
         try:
             while True:
-                batch, markers, done = self._next_batch()
+                number, batch, done = self._next_batch()
                 if batch:
                     try:
                         self._export(transport, batch)
                     except Exception as err:  # never leave futures hanging
                         _log.exception("touchstone logger: export failed unexpectedly")
                         self._resolve(batch, {}, ExportError(f"internal error: {err!r}"))
-                for m in markers:
-                    m.event.set()
+                    finally:
+                        with self._lock:
+                            del self._in_flight[number]
+                            self._release_barriers()
                 if done:
                     return
         finally:
             transport.close()
 
-    def _next_batch(self) -> tuple[list[_Record], list[_Marker], bool]:
+    def _release_barriers(self) -> None:
+        """Sets the barriers whose earlier batches are all settled (the lock is held)."""
+        if not self._barriers:
+            return
+        lowest = min(self._in_flight, default=self._taken)
+        waiting = []
+        for needed, marker in self._barriers:
+            if lowest >= needed:
+                marker.event.set()
+            else:
+                waiting.append((needed, marker))
+        self._barriers = waiting
+
+    def _next_batch(self) -> tuple[int, list[_Record], bool]:
+        """Waits for a batch to send: (its number, its records, whether the thread should end)."""
         with self._cond:
             while True:
                 if self._abort.is_set():
-                    return [], [], True
+                    return 0, [], True
                 if self._queue:
                     if (
                         self._stopping
@@ -546,26 +582,27 @@ class Logger:
                         or _monotonic() - self._oldest >= self._interval
                     ):
                         break
-                    self._idle = True
+                    self._idle += 1
                     self._cond.wait(self._interval - (_monotonic() - self._oldest))
-                    self._idle = False
+                    self._idle -= 1
                 elif self._stopping:
-                    return [], [], True
+                    return 0, [], True
                 else:
-                    self._idle = True
+                    self._idle += 1
                     self._cond.wait()
-                    self._idle = False
+                    self._idle -= 1
             batch: list[_Record] = []
-            markers: list[_Marker] = []
             size = 0
             queue = self._queue
+            number = self._taken
             while queue and len(batch) < self._batch_size:
                 item = queue[0]
                 if isinstance(item, _Marker):
                     queue.popleft()
                     self._markers -= 1
-                    markers.append(item)
-                    break  # the barrier holds once this batch is resolved
+                    # The barrier holds once this batch and every earlier one are settled.
+                    self._barriers.append((number + 1 if batch else number, item))
+                    break
                 if batch and size + item.size > MAX_BATCH_BYTES:
                     break
                 queue.popleft()
@@ -574,8 +611,11 @@ class Logger:
             self._queued -= len(batch)
             if self._queued:
                 self._oldest = _monotonic()
-            self._in_flight = batch
-            return batch, markers, False
+            if batch:
+                self._taken += 1
+                self._in_flight[number] = batch
+            self._release_barriers()
+            return number, batch, False
 
     def _export(self, transport: Transport, batch: list[_Record]) -> None:
         body = self._template.request([r.payload for r in batch])
@@ -673,7 +713,6 @@ class Logger:
         with self._lock:
             self._pending -= len(batch)
             self._pending_bytes -= sum(r.size for r in batch)
-            self._in_flight = []
             for key, count in failed.items():
                 self._failures[key] = self._failures.get(key, 0) + count
 
@@ -688,11 +727,14 @@ class Logger:
         self._resolve_lock.release()
 
     def _after_fork_in_child(self) -> None:
-        inherited = [r for r in self._queue if isinstance(r, _Record)] + list(self._in_flight)
+        inherited = [r for r in self._queue if isinstance(r, _Record)]
+        for batch in self._in_flight.values():
+            inherited.extend(batch)
         markers = [m for m in self._queue if isinstance(m, _Marker)]
-        transport = self._transport
+        markers.extend(marker for _, marker in self._barriers)
+        transports = self._transports
         self._init_state()
-        if transport is not None:
+        for transport in transports:
             transport.forget()
         # Fresh locks above: the futures' own locks were not held (the resolve lock was ours).
         error = ForkedProcessError(
