@@ -1,7 +1,10 @@
 /**
  * The Python logging SDK (sdk/python): the caller-side cost of `log()` (µs per call, p50/p99) and
  * the records/s it exports, first to a sink that answers at once (what the SDK itself can do), then
- * to the compiled `touchstone serve` (SQLite, its own process: what is stored end to end). Needs
+ * to the compiled `touchstone serve` (SQLite, its own process: what is stored end to end). The
+ * server acknowledges a record once its span is durably stored; it then completes each record's
+ * trace (normalized, digested, listed) in its background worker, so the bench also waits for the
+ * server's open-trace gauge to reach zero and prints how long completion trailed and its rate. Needs
  * TOUCHSTONE_SDK_PYTHON (the SDK's test venv); with TOUCHSTONE_INTEROP_MLFLOW_PYTHON also set, the
  * same record is logged with the MLflow SDK to a live MLflow tracking server in the same run, and
  * the ratios are printed. Budgets (DESIGN §7): log() ≤ 20 µs per call, ≥ 20k records/s exported.
@@ -36,6 +39,11 @@ interface SdkFigures {
   failed: number;
   records_per_s: number;
   queue_full_retries: number;
+  seconds: number;
+  /** Records logged before the timed export (warm-up, log() and log_batch() timings). */
+  warmup_records: number;
+  /** Seconds from the first warm-up record to the start of the timed export. */
+  before_timed_s: number;
 }
 
 interface MlflowFigures {
@@ -131,6 +139,22 @@ async function startBuiltServer(
   return proc;
 }
 
+/** The server's `touchstone_open_traces` gauge. */
+async function openTraces(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const match = /^touchstone_open_traces (\d+)/m.exec(text);
+  return match === null ? Number.NaN : Number(match[1]);
+}
+
+/** Waits until the server has completed every trace; returns the seconds waited. */
+async function completionTail(base: string, deadlineMs = 600_000): Promise<number> {
+  const started = Date.now();
+  while ((await openTraces(base)) > 0 && Date.now() - started < deadlineMs) {
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return (Date.now() - started) / 1000;
+}
+
 async function sdkRun(python: string, endpoint: string): Promise<SdkFigures> {
   const stdout = await runPython(
     python,
@@ -171,9 +195,18 @@ export async function main(): Promise<void> {
     const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-sdk-'));
     const port = await freePort();
     const proc = await startBuiltServer(main, dataDir, port);
+    const base = `http://127.0.0.1:${port}`;
     try {
-      sdkServer = await sdkRun(SDK_PYTHON, `http://127.0.0.1:${port}`);
+      sdkServer = await sdkRun(SDK_PYTHON, base);
       printSdk('touchstone serve (SQLite, compiled)', sdkServer);
+      const tail = await completionTail(base);
+      // Every record of the run (warm-up and timed calls included) is a trace to complete.
+      const traces = sdkServer.records + sdkServer.warmup_records;
+      console.log(
+        `completion (background worker): every trace complete ${fmt(tail, 1)} s after the last ` +
+          `acknowledgment; ${fmt(traces / (sdkServer.seconds + sdkServer.before_timed_s + tail), 0)} ` +
+          `traces/s from the first record to the last completion [load ${load()}]`,
+      );
     } finally {
       proc.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });

@@ -32,6 +32,7 @@ def percentile(values: list[float], p: float) -> float:
 def main() -> None:
     endpoint, calls, records = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     logger = touchstone.Logger(endpoint)
+    first_record = time.perf_counter()
     # Warm-up: first calls pay for imports and the thread start.
     for _ in range(200):
         logger.log(QUESTION, ANSWER, META)
@@ -60,6 +61,7 @@ def main() -> None:
     retries = 0
     futures = []
     started = time.perf_counter()
+    warmup_records = 200 + len(timings) + 5 * len(rows)
     sent = 0
     while sent < records:
         future = log(QUESTION, ANSWER, META)
@@ -91,6 +93,8 @@ def main() -> None:
                 "seconds": seconds,
                 "records_per_s": (records - failed) / seconds,
                 "queue_full_retries": retries,
+                "warmup_records": warmup_records,
+                "before_timed_s": started - first_record,
             }
         )
     )
