@@ -87,3 +87,12 @@ export function serviceName(span: Span): string {
   const v = span.resource['service.name'];
   return typeof v === 'string' ? v : '';
 }
+
+/** Whether an attribute value (or anything nested in it) holds bytes, which JSON cannot. */
+export function holdsBytes(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (value instanceof Uint8Array) return true;
+  // for-in allocates no array of values (span attributes have no inherited enumerable keys).
+  for (const key in value) if (holdsBytes((value as Record<string, unknown>)[key])) return true;
+  return false;
+}

@@ -5,12 +5,13 @@
  * into Records from database state, and trace queries. Imports core, auth, store ports and
  * redaction types only; never api/.
  */
-import type {
-  Attributes,
-  AttributeValue,
-  NormalizedTrace,
-  Span,
-  TraceRoot,
+import {
+  type Attributes,
+  type AttributeValue,
+  holdsBytes,
+  type NormalizedTrace,
+  type Span,
+  type TraceRoot,
 } from '../core/index.js';
 import type { PendingTrace } from '../store/index.js';
 import { normalizeTrace } from './conventions/index.js';
@@ -51,8 +52,9 @@ export function normalizeStoredTrace(spans: Span[], pending: PendingTrace): Norm
   };
 }
 
-/** Bytes as base64 text, so the root survives its JSON column. */
+/** Bytes as base64 text, so the root survives its JSON column (a copy only when it holds bytes). */
 function jsonSafe(attributes: Attributes): Attributes {
+  if (!holdsBytes(attributes)) return attributes;
   const fix = (v: AttributeValue): AttributeValue => {
     if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
     if (Array.isArray(v)) return v.map(fix);

@@ -10,6 +10,7 @@ import {
 import {
   type AttributeValue,
   type EvalRecord,
+  holdsBytes,
   type NormalizedTrace,
   nanosToMs,
   type Span,
@@ -35,20 +36,12 @@ import type { Database, SpanChunksTable, TracesTable } from './schema.js';
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
 
-function hasBytes(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (value instanceof Uint8Array) return true;
-  // for-in allocates no array of values (span attributes have no inherited enumerable keys).
-  for (const key in value) if (hasBytes((value as Record<string, unknown>)[key])) return true;
-  return false;
-}
-
 function spanHasBytes(span: Span): boolean {
   return (
-    hasBytes(span.attributes) ||
-    hasBytes(span.resource) ||
-    span.events.some((e) => hasBytes(e.attributes)) ||
-    span.links.some((l) => hasBytes(l.attributes))
+    holdsBytes(span.attributes) ||
+    holdsBytes(span.resource) ||
+    span.events.some((e) => holdsBytes(e.attributes)) ||
+    span.links.some((l) => holdsBytes(l.attributes))
   );
 }
 
