@@ -225,9 +225,18 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
   const applySource = (spec: Record<string, unknown> = {}) =>
     app.sources.apply(OPEN_PRINCIPAL, sourceResource(spec));
   const state = async () => (await app.store.sources.getState('default', 'prod-mlflow'))!;
+  // Pulled traces are queued for online scoring only in a project that has a policy.
+  const applyPolicy = () =>
+    app.policies.apply(OPEN_PRINCIPAL, {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'tools' },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+    });
 
   it('backfills page by page, stores pulled traces as ordinary labelled traces, and skips unchanged ones', async () => {
     for (let i = 1; i <= 7; i++) fake.add(i, T0 - 100 * MIN + i * MIN);
+    await applyPolicy();
     await applySource({
       traceLabels: { env: 'prod' },
       overrides: {
@@ -351,6 +360,7 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
 
   it('pause stops pulling; backfill reads history again and re-scores only changed traces', async () => {
     const t = fake.add(1, T0 - 50 * MIN);
+    await applyPolicy();
     await applySource({ backfill: { since: '0' } });
     await app.sources.pause(OPEN_PRINCIPAL, undefined, 'prod-mlflow');
     await manager.tick();
@@ -385,12 +395,7 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
   });
 
   it('writes scores back once per value, updating the same remote score when it changes', async () => {
-    await app.policies.apply(OPEN_PRINCIPAL, {
-      apiVersion: 'touchstone.dev/v1alpha1',
-      kind: 'OnlineEvalPolicy',
-      metadata: { name: 'tools' },
-      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
-    });
+    await applyPolicy();
     const t = fake.add(1, T0 - 10 * MIN, { fail: true });
     await applySource({ writeBack: { enabled: true }, policies: ['tools'] });
     await manager.tick();
