@@ -522,7 +522,7 @@ class Logger:
         for m in markers:
             m.event.set()
 
-    # ---- the export thread ------------------------------------------------------------------
+    # ---- the export threads -----------------------------------------------------------------
 
     def _start_workers(self) -> None:
         # One thread (and connection) per request in flight: while the server stores one batch,
