@@ -10,18 +10,17 @@
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { pino } from 'pino';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { freePort } from '../test/support/process.js';
+import { buildServer, startBuiltServer } from './built-server.js';
 import { phoenixIngest } from './peers/phoenix.js';
 import { fmt, percentile } from './stats.js';
 
@@ -280,59 +279,9 @@ async function settled(pid: number, deadlineMs: number): Promise<void> {
   }
 }
 
-/**
- * Compiles the server as `npm run build` does, into bench/out/server (not dist/, which may be in
- * use): the process measured is what `touchstone serve` runs, without the TypeScript loader that
- * running from sources adds (about 50 MB of RSS). Type errors are reported, and what tsc emitted
- * anyway is measured.
- */
-function buildServer(): string | undefined {
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const out = join(root, 'bench', 'out', 'server');
-  rmSync(out, { recursive: true, force: true });
-  const tsc = spawnSync(
-    process.execPath,
-    [
-      join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
-      '-p',
-      'tsconfig.build.json',
-      '--outDir',
-      out,
-    ],
-    { cwd: root, encoding: 'utf8' },
-  );
-  if (tsc.status !== 0)
-    console.log(`(tsc reported errors; measuring what it emitted)\n${tsc.stdout}`);
-  const main = join(out, 'main.js');
-  return existsSync(main) ? main : undefined;
-}
-
-/** Starts `node <main> serve ARGS` and waits until it listens. */
-async function startBuiltServer(main: string, args: string[]): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, [main, 'serve', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout?.on('data', (d) => {
-    out += d;
-  });
-  proc.stderr?.on('data', (d) => {
-    out += d;
-  });
-  const deadline = Date.now() + 30_000;
-  while (!out.includes('listening on')) {
-    if (Date.now() > deadline || proc.exitCode !== null) {
-      proc.kill('SIGKILL');
-      throw new Error(`server did not start:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return proc;
-}
-
 /** The real `touchstone serve` process (SQLite), so its CPU and memory are measured apart from the client. */
 async function runServerProcess(payload: Payload): Promise<void> {
-  const main = buildServer();
+  const main = buildServer('server');
   if (main === undefined) {
     console.log(
       'SQLite, separate server process: skipped (tsc emitted no bench/out/server/main.js)',

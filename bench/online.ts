@@ -17,14 +17,13 @@
  * thread's file is the one whose name has thread id 0) under the directory PREFIX-LABEL.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
-import pg from 'pg';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { ENTRY, freePort, type ServerProcess } from '../test/support/process.js';
+import { freshPgSchema } from '../test/support/stores.js';
 import { fmt, percentile } from './stats.js';
 
 const STEADY_SECONDS = Number(process.env.BENCH_ONLINE_SECONDS ?? 30);
@@ -652,19 +651,10 @@ export async function main(): Promise<void> {
     return;
   }
   // A fresh schema, so earlier data (and other benches' traces) cannot show up in the figures.
-  const schema = `ts_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
+  const schema = await freshPgSchema(url);
   try {
-    const scoped = new URL(url);
-    scoped.searchParams.set('options', `-c search_path=${schema}`);
-    await run(
-      'PostgreSQL',
-      `store:\n  driver: postgres\n  url: ${JSON.stringify(scoped.toString())}\n`,
-    );
+    await run('PostgreSQL', `store:\n  driver: postgres\n  url: ${JSON.stringify(schema.url)}\n`);
   } finally {
-    await admin.query(`drop schema ${schema} cascade`);
-    await admin.end();
+    await schema.drop();
   }
 }

@@ -8,11 +8,9 @@
  * evaluator runner alone (no storage), the cost of evaluation itself.
  * Budget: ≥ 5k evaluated records/s.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { OPEN_PRINCIPAL } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { systemClock } from '../src/core/index.js';
@@ -20,6 +18,7 @@ import { bindEvaluators, defaultRegistry, runEvaluators } from '../src/evaluator
 import { RunExecutor, RunService } from '../src/runs/index.js';
 import { openStore } from '../src/store/index.js';
 import { WebhookOutbox } from '../src/webhooks/index.js';
+import { freshPgSchema } from '../test/support/stores.js';
 import { fmt } from './stats.js';
 
 const RECORDS = Number(process.env.BENCH_RUN_RECORDS ?? 100_000);
@@ -130,16 +129,10 @@ export async function main(): Promise<void> {
     console.log('PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a PostgreSQL connection URL)');
     return;
   }
-  const schema = `ts_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
+  const schema = await freshPgSchema(url);
   try {
-    const scoped = new URL(url);
-    scoped.searchParams.set('options', `-c search_path=${schema}`);
-    await run('PostgreSQL', { store: { driver: 'postgres', url: scoped.toString() } });
+    await run('PostgreSQL', { store: { driver: 'postgres', url: schema.url } });
   } finally {
-    await admin.query(`drop schema ${schema} cascade`);
-    await admin.end();
+    await schema.drop();
   }
 }

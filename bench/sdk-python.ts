@@ -12,8 +12,7 @@
  * Knobs: BENCH_SDK_CALLS (20000 timed calls), BENCH_SDK_RECORDS (100000 exported records),
  * BENCH_MLFLOW_RECORDS (3000: MLflow exports a few hundred traces per second).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { MLFLOW_PYTHON, startMlflowServer } from '../test/interop/mlflow/mlflow-server.js';
 import { freePort } from '../test/support/process.js';
 import { runPython } from '../test/support/python.js';
+import { buildServer, startBuiltServer } from './built-server.js';
 import { fmt } from './stats.js';
 
 const SDK_PYTHON = process.env.TOUCHSTONE_SDK_PYTHON || undefined;
@@ -81,64 +81,6 @@ async function startSink(): Promise<{ url: string; server: Server }> {
   return { url: `http://127.0.0.1:${port}`, server };
 }
 
-/** Compiles the server as `npm run build` does, into bench/out/sdk-server. */
-function buildServer(): string | undefined {
-  const out = join(ROOT, 'bench', 'out', 'sdk-server');
-  rmSync(out, { recursive: true, force: true });
-  const tsc = spawnSync(
-    process.execPath,
-    [
-      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
-      '-p',
-      'tsconfig.build.json',
-      '--outDir',
-      out,
-    ],
-    { cwd: ROOT, encoding: 'utf8' },
-  );
-  if (tsc.status !== 0) console.log(`(tsc reported errors; measuring what it emitted)`);
-  const main = join(out, 'main.js');
-  return existsSync(main) ? main : undefined;
-}
-
-async function startBuiltServer(
-  main: string,
-  dataDir: string,
-  port: number,
-): Promise<ChildProcess> {
-  writeFileSync(join(dataDir, 'config.yaml'), 'log_level: warn\n');
-  const proc = spawn(
-    process.execPath,
-    [
-      main,
-      'serve',
-      '--data-dir',
-      dataDir,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--config',
-      join(dataDir, 'config.yaml'),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  proc.stdout?.on('data', (d) => {
-    out += d;
-  });
-  proc.stderr?.on('data', (d) => {
-    out += d;
-  });
-  const deadline = Date.now() + 60_000;
-  while (!out.includes('listening on')) {
-    if (Date.now() > deadline || proc.exitCode !== null) {
-      proc.kill('SIGKILL');
-      throw new Error(`server did not start:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return proc;
-}
-
 /** The server's `touchstone_open_traces` gauge. */
 async function openTraces(base: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
@@ -188,13 +130,25 @@ export async function main(): Promise<void> {
     sink.server.close();
   }
 
-  const main = buildServer();
+  const main = buildServer('sdk-server');
   if (main === undefined) {
     console.log('touchstone serve: skipped (tsc emitted no bench/out/sdk-server/main.js)');
   } else {
     const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-sdk-'));
     const port = await freePort();
-    const proc = await startBuiltServer(main, dataDir, port);
+    writeFileSync(join(dataDir, 'config.yaml'), 'log_level: warn\n');
+    const proc = await startBuiltServer(
+      main,
+      [
+        '--data-dir',
+        dataDir,
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--config',
+        join(dataDir, 'config.yaml'),
+      ],
+      60_000,
+    );
     const base = `http://127.0.0.1:${port}`;
     try {
       sdkServer = await sdkRun(SDK_PYTHON, base);

@@ -13,12 +13,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { pino } from 'pino';
 import { type App, createApp } from '../src/app.js';
 import { OPEN_PRINCIPAL } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { WebhookEvent } from '../src/webhooks/index.js';
+import { freshPgSchema } from '../test/support/stores.js';
 import { fmt, percentile } from './stats.js';
 
 const BURST = 10_000;
@@ -182,17 +182,11 @@ export async function main(): Promise<void> {
     await runOn('sqlite', { driver: 'sqlite' }, dataDir);
     const pgUrl = process.env.TOUCHSTONE_TEST_PG;
     if (pgUrl !== undefined && pgUrl !== '') {
-      const schema = `bench_wh_${randomBytes(4).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: pgUrl });
-      await admin.connect();
-      await admin.query(`create schema ${schema}`);
-      const url = new URL(pgUrl);
-      url.searchParams.set('options', `-c search_path=${schema}`);
+      const schema = await freshPgSchema(pgUrl);
       try {
-        await runOn('postgres', { driver: 'postgres', url: url.toString() }, dataDir);
+        await runOn('postgres', { driver: 'postgres', url: schema.url }, dataDir);
       } finally {
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
+        await schema.drop();
       }
     }
   } finally {
