@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SQLITE_FILE_NAME } from '../../src/store/sqlite/backend.js';
 import { TestReceiver } from '../../src/webhooks/receiver.testkit.js';
 import { agentTrace, jsonBody, protobufBody, recordSpans } from '../support/otel.js';
-import { eventually, freePort, type ServerProcess, startServer } from '../support/process.js';
+import {
+  callJson,
+  eventually,
+  kill9,
+  launchServer,
+  type RunningServer,
+} from '../support/process.js';
 
 /**
  * Online scoring on the real `touchstone serve` process: kill -9 while traces are being scored
@@ -23,33 +29,8 @@ const POLICIES = {
 } as const;
 const POLICY_NAMES = Object.keys(POLICIES).sort();
 
-interface Running {
-  base: string;
-  server: ServerProcess;
-}
-
-async function launch(dataDir: string, configFile: string): Promise<Running> {
-  const port = await freePort();
-  const server = await startServer([
-    '--data-dir',
-    dataDir,
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--config',
-    configFile,
-  ]);
-  return { base: `http://127.0.0.1:${port}`, server };
-}
-
-async function kill9(r: Running | undefined): Promise<void> {
-  if (r === undefined || r.server.proc.exitCode !== null || r.server.proc.signalCode !== null)
-    return;
-  r.server.proc.kill('SIGKILL');
-  await r.server.exited;
-}
-
 /** SIGTERM (a graceful stop), then SIGKILL if it has not exited after 15 s. */
-async function stop(r: Running | undefined): Promise<void> {
+async function stop(r: RunningServer | undefined): Promise<void> {
   if (r === undefined || r.server.proc.exitCode !== null || r.server.proc.signalCode !== null)
     return;
   r.server.proc.kill('SIGTERM');
@@ -58,21 +39,9 @@ async function stop(r: Running | undefined): Promise<void> {
   clearTimeout(timer);
 }
 
-async function call(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    ...(body === undefined
-      ? {}
-      : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
-  return JSON.parse(text);
-}
-
 async function applyPolicies(base: string): Promise<void> {
   for (const [name, evaluators] of Object.entries(POLICIES)) {
-    await call(base, 'POST', '/v1alpha1/policies', {
+    await callJson(base, 'POST', '/v1alpha1/policies', {
       apiVersion: 'touchstone.dev/v1alpha1',
       kind: 'OnlineEvalPolicy',
       metadata: { name },
@@ -83,7 +52,7 @@ async function applyPolicies(base: string): Promise<void> {
 
 /** A webhook subscribed to trace.scored only; returns its secret. */
 async function applyWebhook(base: string, url: string): Promise<string> {
-  const hook = await call(base, 'POST', '/v1alpha1/webhooks', {
+  const hook = await callJson(base, 'POST', '/v1alpha1/webhooks', {
     name: 'scored',
     url,
     events: ['WEBHOOK_EVENT_TRACE_SCORED'],
@@ -139,7 +108,7 @@ async function allScores(
   const out = [];
   let token: string | undefined;
   do {
-    const page = await call(
+    const page = await callJson(
       base,
       'GET',
       `/v1alpha1/scores?page_size=1000${token === undefined ? '' : `&page_token=${encodeURIComponent(token)}`}`,
@@ -329,7 +298,7 @@ describe('online scoring survives kill -9 of the real process (SQLite)', () => {
   let dataDir = '';
   let configFile = '';
   let receiver: TestReceiver;
-  let running: Running | undefined;
+  let running: RunningServer | undefined;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'touchstone-online-e2e-'));
@@ -362,7 +331,7 @@ describe('online scoring survives kill -9 of the real process (SQLite)', () => {
   it('scores every trace exactly once per policy across kills mid-ingest and mid-scoring', async () => {
     const started = Date.now();
     const ids: string[] = [];
-    running = await launch(dataDir, configFile);
+    running = await launchServer(dataDir, configFile);
     await applyPolicies(running.base);
     receiver.secret = await applyWebhook(running.base, receiver.url);
 
@@ -382,7 +351,7 @@ describe('online scoring survives kill -9 of the real process (SQLite)', () => {
     // for its single SQLite connection behind the scoring transactions, too late to tell.
     const midway: boolean[] = [];
     for (let kill = 2; kill <= 3; kill++) {
-      running = await launch(dataDir, configFile);
+      running = await launchServer(dataDir, configFile);
       if (kill === 2) {
         for (let i = 0; i < 3; i++) {
           ids.push(...(await sendTraces(running.base, 50, i % 2 === 0 ? 'json' : 'protobuf')));
@@ -409,13 +378,13 @@ describe('online scoring survives kill -9 of the real process (SQLite)', () => {
     expect(midway[0]).toBe(true);
 
     // The last process: the dead ones' claims become visible again after visibility_timeout.
-    running = await launch(dataDir, configFile);
+    running = await launchServer(dataDir, configFile);
     const base = running.base;
     const entries = await drained([base], ids, 60_000);
     log(`queue drained (${Date.now() - started} ms)`);
     checkEntries(entries, ids);
     const one = ids[0] as string;
-    const single = await call(base, 'GET', `/v1alpha1/traces/${one}/scores`);
+    const single = await callJson(base, 'GET', `/v1alpha1/traces/${one}/scores`);
     expect(Object.keys(single.results).sort()).toEqual(POLICY_NAMES);
 
     // Deliveries cut by a kill are sent again after the dead dispatcher's lease lapses.
@@ -445,7 +414,7 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
     const schema = `ts_e2e_${randomBytes(6).toString('hex')}`;
     let admin: pg.Client;
     let receiver: TestReceiver;
-    const servers: Running[] = [];
+    const servers: RunningServer[] = [];
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'touchstone-online-pg-e2e-'));
@@ -490,18 +459,18 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
       // Both at once: the migrations are applied by one of them, under the migration lock.
       servers.push(
         ...(await Promise.all([
-          launch(join(dir, 'data-a'), configFile),
-          launch(join(dir, 'data-b'), configFile),
+          launchServer(join(dir, 'data-a'), configFile),
+          launchServer(join(dir, 'data-b'), configFile),
         ])),
       );
-      const [a, b] = servers as [Running, Running];
+      const [a, b] = servers as [RunningServer, RunningServer];
       log(`two processes up (${Date.now() - started} ms)`);
       await applyPolicies(a.base);
       receiver.secret = await applyWebhook(a.base, receiver.url);
       // The other process's engine re-reads policies every second: traces it scores before that
       // would not be scored by them at all (by design), so give it time to see them.
       await eventually(async () => {
-        const list = await call(b.base, 'GET', '/v1alpha1/policies');
+        const list = await callJson(b.base, 'GET', '/v1alpha1/policies');
         return JSON.stringify(list).includes('"steps"') ? true : undefined;
       });
       await new Promise((r) => setTimeout(r, 2_000));

@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SQLITE_FILE_NAME } from '../../src/store/sqlite/backend.js';
 import { TestReceiver } from '../../src/webhooks/receiver.testkit.js';
 import { OpenAiStub } from '../support/openai-stub.js';
-import { eventually, freePort, type ServerProcess, startServer } from '../support/process.js';
+import {
+  callJson,
+  eventually,
+  kill9,
+  launchServer,
+  type RunningServer,
+} from '../support/process.js';
 
 /**
  * A run survives the death of the process executing it: two `touchstone serve` processes on one
@@ -23,43 +29,6 @@ const RECORDS = 30;
 const TRIALS = 2;
 const TOTAL = RECORDS * TRIALS;
 const EVALUATORS = ['exact-match', 'contains'];
-
-interface Running {
-  base: string;
-  server: ServerProcess;
-}
-
-async function launch(dataDir: string, configFile: string): Promise<Running> {
-  const port = await freePort();
-  const server = await startServer([
-    '--data-dir',
-    dataDir,
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--config',
-    configFile,
-  ]);
-  return { base: `http://127.0.0.1:${port}`, server };
-}
-
-async function kill9(r: Running | undefined): Promise<void> {
-  if (r === undefined || r.server.proc.exitCode !== null || r.server.proc.signalCode !== null)
-    return;
-  r.server.proc.kill('SIGKILL');
-  await r.server.exited;
-}
-
-async function call(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    ...(body === undefined
-      ? {}
-      : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
-  return JSON.parse(text);
-}
 
 /** What the store holds for the run, read directly (not through the API). */
 interface Facts {
@@ -160,7 +129,7 @@ describe.each(variants)('a run adopted after kill -9, two processes on $name', (
   const stub = new OpenAiStub();
   let stubUrl = '';
   let receiver: TestReceiver;
-  const running: Running[] = [];
+  const running: RunningServer[] = [];
   /** While set, the stub holds every answer this long (the executing process looks busy). */
   let holdMs = 0;
 
@@ -196,9 +165,9 @@ describe.each(variants)('a run adopted after kill -9, two processes on $name', (
   });
 
   it('finishes the run on the other process with one result per item and evaluator', async () => {
-    const a = await launch(dataDirs[0], configFile);
+    const a = await launchServer(dataDirs[0], configFile);
     running.push(a);
-    const hook = await call(a.base, 'POST', '/v1alpha1/webhooks', {
+    const hook = await callJson(a.base, 'POST', '/v1alpha1/webhooks', {
       name: 'runs',
       url: receiver.url,
       events: ['WEBHOOK_EVENT_RUN_FINISHED'],
@@ -219,12 +188,12 @@ describe.each(variants)('a run adopted after kill -9, two processes on $name', (
       trials: TRIALS,
       gates: ['exact-match >= 1'],
     };
-    const created = await call(a.base, 'POST', '/v1alpha1/runs', spec);
+    const created = await callJson(a.base, 'POST', '/v1alpha1/runs', spec);
     const id = created.id as string;
 
     // Let process A store part of the run, then hold the target so it cannot finish.
     await eventually(async () => {
-      const run = await call(a.base, 'GET', `/v1alpha1/runs/${id}`);
+      const run = await callJson(a.base, 'GET', `/v1alpha1/runs/${id}`);
       return run.progress.done >= 12 ? true : undefined;
     }, 30_000);
     holdMs = 60_000;
@@ -232,9 +201,9 @@ describe.each(variants)('a run adopted after kill -9, two processes on $name', (
     await new Promise((r) => setTimeout(r, 1_500));
     const answeredByA = stub.answered;
 
-    const b = await launch(dataDirs[1], configFile);
+    const b = await launchServer(dataDirs[1], configFile);
     running.push(b);
-    const before = await call(b.base, 'GET', `/v1alpha1/runs/${id}`);
+    const before = await callJson(b.base, 'GET', `/v1alpha1/runs/${id}`);
     expect(before.status).toBe('RUN_STATUS_RUNNING');
     const doneAtKill = before.progress.done as number;
     expect(doneAtKill).toBeGreaterThanOrEqual(12);
@@ -244,7 +213,7 @@ describe.each(variants)('a run adopted after kill -9, two processes on $name', (
     await kill9(a);
     holdMs = 0;
     const final = await eventually(async () => {
-      const run = await call(b.base, 'GET', `/v1alpha1/runs/${id}`);
+      const run = await callJson(b.base, 'GET', `/v1alpha1/runs/${id}`);
       return run.status === 'RUN_STATUS_RUNNING' || run.status === 'RUN_STATUS_PENDING'
         ? undefined
         : run;
@@ -272,7 +241,7 @@ describe.each(variants)('a run adopted after kill -9, two processes on $name', (
     expect(facts.finishedDeliveries).toBe(1);
 
     // The API agrees, and the one run.finished event reaches the receiver, signed.
-    const listed = await call(b.base, 'GET', `/v1alpha1/runs/${id}/results?page_size=1000`);
+    const listed = await callJson(b.base, 'GET', `/v1alpha1/runs/${id}/results?page_size=1000`);
     expect(listed.results).toHaveLength(TOTAL);
     await eventually(async () =>
       receiver.received.some((d) => d.event === 'run.finished') ? true : undefined,

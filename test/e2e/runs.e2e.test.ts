@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { OpenAiStub } from '../support/openai-stub.js';
-import { ENTRY, freePort, type ServerProcess, startServer } from '../support/process.js';
+import { callJson, ENTRY, freePort, type ServerProcess, startServer } from '../support/process.js';
 
 /**
  * Offline runs through the real `touchstone` processes: a run against an OpenAI-compatible stub
@@ -39,18 +39,6 @@ function touchstone(
       resolve({ code, stdout, stderr });
     });
   });
-}
-
-async function call(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    ...(body === undefined
-      ? {}
-      : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
-  return JSON.parse(text);
 }
 
 /** Number of k-subsets of `n` items. */
@@ -176,9 +164,9 @@ describe('touchstone run (real processes)', () => {
       expect(e.hat).toBeCloseTo(hand.passHatK[k], 12);
     }
 
-    const list = await call(base, 'GET', '/v1alpha1/runs?project=agents');
+    const list = await callJson(base, 'GET', '/v1alpha1/runs?project=agents');
     const id = list.runs[0].id as string;
-    const run = await call(base, 'GET', `/v1alpha1/runs/${id}`);
+    const run = await callJson(base, 'GET', `/v1alpha1/runs/${id}`);
     expect(run.status).toBe('RUN_STATUS_SUCCEEDED');
     expect(run.progress).toEqual({ total: 15, done: 15 });
     const summary = run.summaries.find((s: { metric: string }) => s.metric === 'exact-match');
@@ -200,7 +188,7 @@ describe('touchstone run (real processes)', () => {
         content: 'Answer with the code only.',
       });
     }
-    const results = await call(base, 'GET', `/v1alpha1/runs/${id}/results?page_size=100`);
+    const results = await callJson(base, 'GET', `/v1alpha1/runs/${id}/results?page_size=100`);
     expect(results.results).toHaveLength(15);
     const q1 = results.results.filter((r: { recordId: string }) => r.recordId === 'q1');
     expect(q1.map((r: { trial: number }) => r.trial).sort()).toEqual([0, 1, 2]);

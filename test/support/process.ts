@@ -142,3 +142,44 @@ export function completedTrace(server: IngestServer, traceId: string): Promise<T
     return res.status === 200 ? ((await res.json()) as TraceView) : undefined;
   });
 }
+
+/** A `touchstone serve` process and its base URL. */
+export interface RunningServer {
+  base: string;
+  server: ServerProcess;
+}
+
+/** Starts `touchstone serve` on a free loopback port with this data dir and config file. */
+export async function launchServer(dataDir: string, configFile: string): Promise<RunningServer> {
+  const port = await freePort();
+  const server = await startServer([
+    '--data-dir',
+    dataDir,
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--config',
+    configFile,
+  ]);
+  return { base: `http://127.0.0.1:${port}`, server };
+}
+
+/** SIGKILL (no chance to clean up), then waits for the exit; nothing when it already ended. */
+export async function kill9(r: RunningServer | undefined): Promise<void> {
+  if (r === undefined || r.server.proc.exitCode !== null || r.server.proc.signalCode !== null)
+    return;
+  r.server.proc.kill('SIGKILL');
+  await r.server.exited;
+}
+
+/** A JSON request that must answer 200; returns the parsed body. */
+export async function callJson(base: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
+  return JSON.parse(text);
+}
