@@ -9,11 +9,13 @@ access key and the bucket. Stops when stdin closes (the test process ended or di
 <max-seconds>, or on SIGTERM.
 """
 
-import signal
+import os
 import sys
-import threading
 
 from moto.server import ThreadedMotoServer
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from supervise import stop_requested  # noqa: E402 (test/interop/supervise.py)
 
 
 def main():
@@ -22,20 +24,7 @@ def main():
     server.start()
     print("ready", flush=True)
 
-    requested = threading.Event()
-
-    def watch_stdin():
-        try:
-            while sys.stdin.buffer.read(4096):
-                pass
-        except OSError:
-            pass
-        requested.set()
-
-    signal.signal(signal.SIGTERM, lambda *_: requested.set())
-    signal.signal(signal.SIGINT, lambda *_: requested.set())
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    requested.wait(max_seconds)
+    stop_requested(max_seconds).wait()
     server.stop()
 
 

@@ -13,10 +13,11 @@ SIGTERM; then <work-dir> is removed.
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from supervise import stop_requested, supervise_group  # noqa: E402 (test/interop/supervise.py)
 
 LAUNCHER = """
 import sys
@@ -62,41 +63,7 @@ def main():
     )
     print(server.pid, flush=True)
 
-    requested = threading.Event()
-
-    def watch_stdin():
-        try:
-            while sys.stdin.buffer.read(4096):
-                pass
-        except OSError:
-            pass
-        requested.set()
-
-    signal.signal(signal.SIGTERM, lambda *_: requested.set())
-    signal.signal(signal.SIGINT, lambda *_: requested.set())
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    timer = threading.Timer(max_seconds, requested.set)
-    timer.daemon = True
-    timer.start()
-
-    while not requested.wait(0.5):
-        if server.poll() is not None:
-            break
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(server.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            server.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    # Children that outlived the main server process are in the same group.
-    try:
-        os.killpg(server.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    supervise_group(server, stop_requested(max_seconds))
     # The work dir is the server's alone (its SQLite database): gone with it.
     shutil.rmtree(work_dir, ignore_errors=True)
     sys.exit(0)
