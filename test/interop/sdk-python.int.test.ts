@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, freePort, type ServerProcess, startServer } from '../support/process.js';
+import { createKey, launchServer, type ServerProcess } from '../support/process.js';
 
 /**
  * The Python logging SDK (sdk/python) against the real `touchstone serve` process of this
@@ -71,42 +71,21 @@ describe.skipIf(PYTHON === undefined)('Python logging SDK against touchstone ser
   let env: Record<string, string> = {};
 
   beforeAll(async () => {
-    const port = await freePort();
     writeFileSync(
       join(dir, 'config.yaml'),
       'auth: {}\ntraces:\n  completion_grace: 200ms\nwebhooks:\n  allow_hosts: ["127.0.0.1"]\n',
     );
-    const key = (role: string) => {
-      const made = cli([
-        'keys',
-        'create',
-        '--project',
-        PROJECT,
-        '--role',
-        role,
-        '--data-dir',
-        data,
-        '--json',
-      ]);
-      if (made.code !== 0) throw new Error(`keys create failed: ${made.stderr}`);
-      return JSON.parse(made.stdout).secret as string;
-    };
-    env = {
+    const key = (role: string) => createKey(data, PROJECT, role);
+    const keys = {
       TOUCHSTONE_TEST_PROJECT: PROJECT,
       TOUCHSTONE_TEST_INGEST_KEY: key('ingest'),
       TOUCHSTONE_TEST_VIEWER_KEY: key('viewer'),
       TOUCHSTONE_TEST_ADMIN_KEY: key('admin'),
       TOUCHSTONE_TEST_DATA_DIR: data,
-      TOUCHSTONE_TEST_URL: `http://127.0.0.1:${port}`,
     };
-    server = await startServer([
-      '--data-dir',
-      data,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--config',
-      join(dir, 'config.yaml'),
-    ]);
+    const started = await launchServer(data, join(dir, 'config.yaml'));
+    server = started.server;
+    env = { ...keys, TOUCHSTONE_TEST_URL: started.base };
   }, 120_000);
 
   afterAll(() => {

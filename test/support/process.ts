@@ -89,36 +89,13 @@ export async function startIngestServer(
   labels: string[] = [],
 ): Promise<IngestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'touchstone-interop-'));
-  const port = await freePort();
   writeFileSync(join(dir, 'config.yaml'), 'auth: {}\ntraces:\n  completion_grace: 200ms\n');
   const data = join(dir, 'data');
-  const key = (role: string) => {
-    const args = [
-      'keys',
-      'create',
-      '--project',
-      project,
-      '--role',
-      role,
-      '--data-dir',
-      data,
-      '--json',
-    ];
-    for (const l of labels) args.push('--label', l);
-    return JSON.parse(cli(args).stdout).secret as string;
-  };
-  const ingestKey = key('ingest');
-  const viewerKey = key('viewer');
-  const server = await startServer([
-    '--data-dir',
-    data,
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--config',
-    join(dir, 'config.yaml'),
-  ]);
+  const ingestKey = createKey(data, project, 'ingest', labels);
+  const viewerKey = createKey(data, project, 'viewer', labels);
+  const { base, server } = await launchServer(data, join(dir, 'config.yaml'));
   return {
-    base: `http://127.0.0.1:${port}`,
+    base,
     ingestKey,
     viewerKey,
     stop() {
@@ -126,6 +103,20 @@ export async function startIngestServer(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Creates an API key with the CLI on a data dir; returns its secret. */
+export function createKey(
+  dataDir: string,
+  project: string,
+  role: string,
+  labels: string[] = [],
+): string {
+  const args = ['keys', 'create', '--project', project, '--role', role, '--data-dir', dataDir];
+  for (const l of labels) args.push('--label', l);
+  const made = cli([...args, '--json']);
+  if (made.code !== 0) throw new Error(`keys create failed: ${made.stderr}`);
+  return JSON.parse(made.stdout).secret as string;
 }
 
 export interface TraceView {
