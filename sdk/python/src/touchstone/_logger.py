@@ -286,8 +286,8 @@ class Logger:
             reference: The expected answer, for evaluators that compare against one.
             context: Retrieved documents or other grounding (a list, or one item).
             labels: Labels of this record (``{"split": "eval"}``), used by policies and filters.
-            trace_id: The record's trace id: 32 lowercase hex characters, not all zeros; a new
-                random one when omitted.
+            trace_id: The record's trace id: 32 lowercase hex characters, not all zeros. When
+                omitted, a new one: 48 bits of Unix milliseconds, then 80 random bits.
 
         Raises:
             ValueError: A metadata limit or the trace id format was violated (nothing queued).
