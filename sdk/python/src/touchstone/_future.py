@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, InvalidStateError
-from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from typing import Any
+
+# The base class's states (private constants of concurrent.futures._base; _usable checks them).
+PENDING = "PENDING"
+FINISHED = "FINISHED"
+CANCELLED = "CANCELLED"
+CANCELLED_AND_NOTIFIED = "CANCELLED_AND_NOTIFIED"
 
 _MAKE = threading.Lock()
 _DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
@@ -81,7 +86,11 @@ class LazyFuture(Future[str]):
 def _usable() -> bool:
     """Whether this Python's Future has the fields LazyFuture stands in for."""
     try:
-        return set(vars(Future())) == _FIELDS
+        from concurrent.futures import _base  # noqa: PLC0415 (checked once, at import)
+
+        states = (PENDING, FINISHED, CANCELLED, CANCELLED_AND_NOTIFIED)
+        same_states = all(getattr(_base, state, None) == state for state in states)
+        return same_states and set(vars(Future())) == _FIELDS
     except Exception:
         return False
 
