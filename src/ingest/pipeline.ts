@@ -119,7 +119,7 @@ export class PulledTraceWriter {
     },
   ) {}
 
-  /** Returns whether the trace's content changed (and so was queued for scoring). */
+  /** Returns whether the trace's content changed (queued for scoring when its project has a policy). */
   async write(
     trace: PulledTrace,
     adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
@@ -145,8 +145,10 @@ export class PulledTraceWriter {
         now,
       );
       const result = await tx.traces.complete(pending, normalized, digest, now);
-      const scored = await tx.policies.projectsWithPolicies([trace.project]);
-      if (result.changed && scored.has(trace.project)) {
+      const queue =
+        result.changed &&
+        (await tx.policies.projectsWithPolicies([trace.project])).has(trace.project);
+      if (queue) {
         await tx.work.enqueue(
           [
             {
