@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
-import { freePort } from '../test/support/process.js';
+import { freePort, serveArgs } from '../test/support/process.js';
 import { buildServer, startBuiltServer } from './built-server.js';
 import { phoenixIngest } from './peers/phoenix.js';
 import { fmt, percentile } from './stats.js';
@@ -294,14 +294,7 @@ async function runServerProcess(payload: Payload): Promise<void> {
     'log_level: warn\nlimits:\n  max_body_bytes: 67108864\ntraces:\n  redaction:\n    pii: [email, us-ssn, credit-card, phone]\n',
   );
   const port = await freePort();
-  const proc = await startBuiltServer(main, [
-    '--data-dir',
-    dataDir,
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--config',
-    join(dataDir, 'config.yaml'),
-  ]);
+  const proc = await startBuiltServer(main, serveArgs(dataDir, port, join(dataDir, 'config.yaml')));
   const pid = proc.pid as number;
   try {
     const url = `http://127.0.0.1:${port}/v1/traces`;

@@ -22,7 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
-import { ENTRY, freePort, type ServerProcess } from '../test/support/process.js';
+import { ENTRY, freePort, type ServerProcess, serveArgs } from '../test/support/process.js';
 import { freshPgSchema } from '../test/support/stores.js';
 import { fmt, percentile } from './stats.js';
 
@@ -608,14 +608,7 @@ async function run(label: string, store: string): Promise<void> {
       : resolve(`${CPU_PROFILE}-${label}`);
   const server = await serve(
     profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
-    [
-      '--data-dir',
-      dataDir,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--config',
-      join(dataDir, 'config.yaml'),
-    ],
+    serveArgs(dataDir, port, join(dataDir, 'config.yaml')),
   );
   const pid = server.proc.pid as number;
   try {

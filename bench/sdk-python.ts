@@ -18,7 +18,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MLFLOW_PYTHON, startMlflowServer } from '../test/interop/mlflow/mlflow-server.js';
-import { freePort } from '../test/support/process.js';
+import { freePort, serveArgs } from '../test/support/process.js';
 import { runPython } from '../test/support/python.js';
 import { buildServer, startBuiltServer } from './built-server.js';
 import { fmt } from './stats.js';
@@ -139,14 +139,7 @@ export async function main(): Promise<void> {
     writeFileSync(join(dataDir, 'config.yaml'), 'log_level: warn\n');
     const proc = await startBuiltServer(
       main,
-      [
-        '--data-dir',
-        dataDir,
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--config',
-        join(dataDir, 'config.yaml'),
-      ],
+      serveArgs(dataDir, port, join(dataDir, 'config.yaml')),
       60_000,
     );
     const base = `http://127.0.0.1:${port}`;

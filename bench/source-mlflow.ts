@@ -31,7 +31,7 @@ import {
   type MlflowServer,
   startMlflowServer,
 } from '../test/interop/mlflow/mlflow-server.js';
-import { freePort, type ServerProcess, startServer } from '../test/support/process.js';
+import { freePort, type ServerProcess, serveArgs, startServer } from '../test/support/process.js';
 import { runPython } from '../test/support/python.js';
 import { fmt } from './stats.js';
 
@@ -160,14 +160,7 @@ async function run(
   const base = `http://127.0.0.1:${port}`;
   let server: ServerProcess | undefined;
   try {
-    server = await startServer([
-      '--data-dir',
-      join(dir, 'data'),
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--config',
-      join(dir, 'config.yaml'),
-    ]);
+    server = await startServer(serveArgs(join(dir, 'data'), port, join(dir, 'config.yaml')));
     const pid = server.proc.pid as number;
     await post(base, '/v1alpha1/policies', {
       apiVersion: 'touchstone.dev/v1alpha1',

@@ -140,17 +140,15 @@ export interface RunningServer {
   server: ServerProcess;
 }
 
+/** `touchstone serve` arguments: this data dir and config file, listening on a loopback port. */
+export function serveArgs(dataDir: string, port: number, configFile: string): string[] {
+  return ['--data-dir', dataDir, '--listen', `127.0.0.1:${port}`, '--config', configFile];
+}
+
 /** Starts `touchstone serve` on a free loopback port with this data dir and config file. */
 export async function launchServer(dataDir: string, configFile: string): Promise<RunningServer> {
   const port = await freePort();
-  const server = await startServer([
-    '--data-dir',
-    dataDir,
-    '--listen',
-    `127.0.0.1:${port}`,
-    '--config',
-    configFile,
-  ]);
+  const server = await startServer(serveArgs(dataDir, port, configFile));
   return { base: `http://127.0.0.1:${port}`, server };
 }
 
