@@ -81,7 +81,9 @@ function pass(Binding: new (file: string) => Database): Record<string, number> {
     for (let i = 0; i < TRACES; i++) byId.get(traceId(i));
     figures['point reads/s'] = TRACES / ((cpuMs() - started) / 1000);
 
-    const page = db.prepare('select * from traces where start_ms < ? order by start_ms desc limit 50');
+    const page = db.prepare(
+      'select * from traces where start_ms < ? order by start_ms desc limit 50',
+    );
     const pages = 5_000;
     started = cpuMs();
     for (let i = 0; i < pages; i++) page.all(TRACES - (i % (TRACES - 50)));
