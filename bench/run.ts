@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
   runs: async () => (await import('./runs.js')).main(),
+  sqlite: async () => (await import('./sqlite.js')).main(),
   // The SDK's venv (TOUCHSTONE_SDK_PYTHON), plus a live MLflow server when its venv is set.
   'sdk-python': async () => (await import('./sdk-python.js')).main(),
   webhooks: async () => (await import('./webhooks.js')).main(),

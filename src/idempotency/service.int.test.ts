@@ -135,15 +135,25 @@ for (const variant of storeVariants()) {
       const second = variant.name === 'sqlite' ? store : await open();
       try {
         const replicas = [service(), service({}, second)];
+        const attempts = 12;
         let runs = 0;
+        let refused = 0;
+        const othersRefused = Promise.withResolvers<void>();
+        // The run holds its key until every other request was answered: on a slow machine a
+        // request arriving after the run finished would be a (correct) replay instead.
         const fn = async () => {
           runs += 1;
-          await new Promise((r) => setTimeout(r, 30));
+          await othersRefused.promise;
           return { status: 200, body: { runs } };
         };
         const settled = await Promise.allSettled(
-          Array.from({ length: 12 }, (_, i) =>
-            (replicas[i % 2] as IdempotencyService).execute(scope('race'), 'd', fn),
+          Array.from({ length: attempts }, (_, i) =>
+            (replicas[i % 2] as IdempotencyService)
+              .execute(scope('race'), 'd', fn)
+              .catch((err: unknown) => {
+                if (++refused === attempts - 1) othersRefused.resolve();
+                throw err;
+              }),
           ),
         );
         expect(runs).toBe(1);
