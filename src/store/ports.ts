@@ -13,6 +13,7 @@
  */
 
 import type {
+  DetachedEvents,
   EvalRecord,
   NormalizedTrace,
   Result,
@@ -121,6 +122,12 @@ export interface SpanBatch {
   traceId: string;
   /** Redacted spans; a span id seen again replaces the stored span. */
   spans: Span[];
+  /**
+   * Redacted events of spans of this trace that arrived apart from them (OTLP log records):
+   * stored beside the spans and added to their span's events when the trace is read. They open
+   * the trace like spans do, but never count as its root.
+   */
+  detachedEvents?: DetachedEvents[];
   /** Labels from the ingest door (the API key's labels, a source's traceLabels and `source`). */
   labels: Record<string, string>;
   /** Source name for pulled traces, '' for pushed ones. */
