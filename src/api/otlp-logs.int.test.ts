@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
+import { partialSuccess } from '../../test/support/otel.js';
 import { storeVariants } from '../../test/support/stores.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { outputText } from '../core/index.js';
@@ -27,24 +27,6 @@ const JSON_CT = { 'content-type': 'application/json' };
 /** One OTLP/JSON logs request of hand-made records. */
 function logsJson(records: Record<string, unknown>[]): string {
   return JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: records }] }] });
-}
-
-/** ExportLogsServiceResponse.partial_success → {rejected, message}. */
-function partialSuccess(body: Buffer): { rejected: number; message: string } {
-  const out = { rejected: 0, message: '' };
-  const r = new BinaryReader(body);
-  while (r.pos < r.len) {
-    const [field] = r.tag();
-    if (field !== 1) continue;
-    const inner = new BinaryReader(r.bytes());
-    while (inner.pos < inner.len) {
-      const [f, wt] = inner.tag();
-      if (f === 1) out.rejected = Number(inner.int64());
-      else if (f === 2) out.message = inner.string();
-      else inner.skip(wt);
-    }
-  }
-  return out;
 }
 
 describe.each(storeVariants())('OTLP/HTTP logs (GenAI events) on $name', (variant) => {
