@@ -693,6 +693,11 @@ export interface SourceStore {
   saveTraces(traces: readonly SourceTrace[]): Promise<void>;
   /** The store's id of a trace this source stored (write-back addresses it). */
   storeIdOf(project: string, source: string, traceId: string): Promise<string | undefined>;
+  /**
+   * The trace id of a trace some source of the project stored under this store id (ids are
+   * matched exactly); with several, the first source's by name.
+   */
+  traceIdOf(project: string, storeId: string): Promise<string | undefined>;
   /** Traces the store still reported running, oldest first. */
   deferred(project: string, source: string, limit: number): Promise<SourceTrace[]>;
 
