@@ -34,8 +34,8 @@ interface Facts {
   tokens: [number, number];
   /** suggest_clothes raised. */
   toolError?: boolean;
-  /** The record's input/output hold the question and answer (false: content is not on spans). */
-  content?: boolean;
+  /** The model replied with an empty message after get_weather, and the agent failed the run. */
+  emptyAnswer?: boolean;
   session?: string;
   labels?: Record<string, string>;
 }
@@ -58,9 +58,15 @@ const FACTS: Record<string, Facts> = {
     toolError: true,
     session: 'conv-weather-1',
   },
-  // The v2 instrumentation without the latest-experimental opt-in sends content as log events,
-  // which fixtureSpans joins to their spans as /v1/logs does.
+  // The v2 instrumentation without the latest-experimental opt-in (and with `event_only` in it)
+  // sends content as log events, which fixtureSpans joins to their spans as /v1/logs does.
   'otel-genai-openai-v2-events': { tokens: [782, 139], session: 'conv-weather-1' },
+  'otel-genai-openai-v2-events-empty-answer': {
+    tokens: [438, 67],
+    emptyAnswer: true,
+    session: 'conv-weather-1',
+  },
+  'otel-genai-openai-v2-latest-event-only': { tokens: [782, 139], session: 'conv-weather-1' },
   'otel-genai-openai-v2-latest-labels': {
     tokens: [782, 139],
     session: 'conv-weather-1',
@@ -119,8 +125,9 @@ describe.each(names)('fixture %s', (name) => {
     const complete = reduceTrace(traces[0]!);
     expect(partial.steps).toEqual(complete.steps?.filter((s) => s.type !== 'agent'));
     expect(partial.usage).toEqual(complete.usage);
-    if (facts?.content !== false) {
-      expect(contentText(partial.input)).toMatch(QUESTION);
+    expect(contentText(partial.input)).toMatch(QUESTION);
+    if (facts?.emptyAnswer) expect(partial.output).toBeUndefined();
+    else {
       expect(outputText(partial.output)).toMatch(
         facts?.toolError ? ANSWER_AFTER_FAILURE : ANSWER_OK,
       );
@@ -135,27 +142,35 @@ describe.each(names)('fixture %s', (name) => {
     expect(RecordSchema.safeParse(record).success).toBe(true);
     const steps = record.trajectory ?? [];
 
-    // One agent run: agent, then model call / tool / model call / tool / model call.
-    expect(steps.map((s) => s.type)).toEqual(['agent', 'llm', 'tool', 'llm', 'tool', 'llm']);
-    expect(steps.filter((s) => s.type === 'tool').map((s) => s.name)).toEqual([
-      'get_weather',
-      'suggest_clothes',
-    ]);
-    expect(summary.steps).toBe(6);
-
-    const [weather, clothes] = steps.filter((s) => s.type === 'tool') as [Step, Step];
-    if (facts.content !== false) {
+    if (facts.emptyAnswer) {
+      // Agent, model call, get_weather, then a model call whose reply was empty: the run failed.
+      expect(steps.map((s) => s.type)).toEqual(['agent', 'llm', 'tool', 'llm']);
+      expect(steps[0]?.error).toMatch(/EmptyAnswer: the model sent an empty message/);
+      expect(summary.error).toBe(true);
+      expect(steps[2]?.output).toEqual({ city: 'Paris', temperature_c: 18, condition: 'sunny' });
+      expect(steps[3]?.output).toBeUndefined();
+      expect(record.output).toBeUndefined();
+    } else {
+      // One agent run: agent, then model call / tool / model call / tool / model call.
+      expect(steps.map((s) => s.type)).toEqual(['agent', 'llm', 'tool', 'llm', 'tool', 'llm']);
+      expect(steps.filter((s) => s.type === 'tool').map((s) => s.name)).toEqual([
+        'get_weather',
+        'suggest_clothes',
+      ]);
+      expect(summary.steps).toBe(6);
+      const [weather, clothes] = steps.filter((s) => s.type === 'tool') as [Step, Step];
       expect(JSON.parse(String(weather.input))).toEqual({ city: 'Paris' });
       expect(JSON.parse(String(clothes.input))).toEqual({ temperature_c: 18 });
       expect(weather.output).toEqual({ city: 'Paris', temperature_c: 18, condition: 'sunny' });
-    }
-    expect(weather.error).toBe('');
-    if (facts.toolError) {
-      expect(clothes.error).toMatch(TOOL_ERROR);
-      expect(summary.error).toBe(true);
-    } else {
-      expect(steps.every((s) => s.error === '')).toBe(true);
-      expect(summary.error).toBe(false);
+      expect(weather.error).toBe('');
+      if (facts.toolError) {
+        expect(clothes.error).toMatch(TOOL_ERROR);
+        expect(summary.error).toBe(true);
+      } else {
+        expect(steps.every((s) => s.error === '')).toBe(true);
+        expect(summary.error).toBe(false);
+      }
+      expect(outputText(record.output)).toMatch(facts.toolError ? ANSWER_AFTER_FAILURE : ANSWER_OK);
     }
 
     expect(record.usage).toMatchObject({
@@ -167,13 +182,7 @@ describe.each(names)('fixture %s', (name) => {
       steps.filter((s) => s.type === 'llm').every((s) => s.model === 'gpt-4o-mini-2024-07-18'),
     ).toBe(true);
 
-    if (facts.content === false) {
-      expect(record.input).toBeUndefined();
-      expect(record.output).toBeUndefined();
-    } else {
-      expect(contentText(record.input)).toMatch(QUESTION);
-      expect(outputText(record.output)).toMatch(facts.toolError ? ANSWER_AFTER_FAILURE : ANSWER_OK);
-    }
+    expect(contentText(record.input)).toMatch(QUESTION);
     expect(record.labels).toEqual(facts.labels ?? {});
     expect(summary.labels).toEqual(facts.labels ?? {});
     expect(record.metadata?.sessionId).toBe(facts.session);
