@@ -32,6 +32,11 @@ export class Metrics
   private readonly storeDuration: Histogram;
   private readonly tracesCompleted: Counter;
   private readonly webhookAttempts: Counter<'outcome'>;
+  private readonly logRecords = this.counter(
+    'touchstone_log_records_total',
+    'OTLP log records received on /v1/logs, by outcome: stored (GenAI events), rejected (GenAI events without valid ids) or ignored (not GenAI events; accepted, not kept).',
+    ['outcome'],
+  );
   private readonly policySelected = this.counter(
     'touchstone_policy_traces_selected_total',
     'Traces a policy selector matched (before sampling).',
@@ -176,6 +181,10 @@ export class Metrics
 
   onCompleted(traces: number): void {
     this.tracesCompleted.inc(traces);
+  }
+
+  onLogRecords(outcome: 'stored' | 'rejected' | 'ignored', records: number): void {
+    this.logRecords.inc({ outcome }, records);
   }
 
   onWebhookAttempt(outcome: AttemptResult): void {

@@ -4,7 +4,7 @@ import type { RejectedSpan } from '../ingest/index.js';
 
 /**
  * OTLP/HTTP response bodies (Buffers: Fastify would serialize a bare Uint8Array as JSON), in the encoding of the request (protobuf or JSON):
- * ExportTraceServiceResponse on success, google.rpc.Status on failure.
+ * ExportTraceServiceResponse or ExportLogsServiceResponse on success, google.rpc.Status on failure.
  */
 
 export type OtlpEncoding = 'protobuf' | 'json';
@@ -32,15 +32,21 @@ const GRPC_CODE: Record<ErrorKind, number> = {
   unauthenticated: 16,
 };
 
+/** The OTLP/JSON name of a partial success's count, per signal (protobuf numbers it 1 in both). */
+const REJECTED_FIELD = { traces: 'rejectedSpans', logs: 'rejectedLogRecords' } as const;
+
 export function exportResponse(
   encoding: OtlpEncoding,
   rejected: number,
   message: string,
+  signal: keyof typeof REJECTED_FIELD = 'traces',
 ): Buffer | string {
   const partial = rejected > 0 || message !== '';
   if (encoding === 'json') {
     return JSON.stringify(
-      partial ? { partialSuccess: { rejectedSpans: String(rejected), errorMessage: message } } : {},
+      partial
+        ? { partialSuccess: { [REJECTED_FIELD[signal]]: String(rejected), errorMessage: message } }
+        : {},
     );
   }
   const w = new BinaryWriter();
@@ -77,6 +83,25 @@ export function partialSuccessMessage(
     reason: s.reason,
   }));
   return `${summary}\n${REJECTED_SPANS_PREFIX}${JSON.stringify(listed)}`;
+}
+
+/**
+ * The partial-success `error_message` of a logs request: the refused GenAI events and their
+ * reasons, then how many records were accepted without being kept (not GenAI events).
+ */
+export function logsPartialSuccessMessage(
+  rejected: number,
+  reasons: readonly string[],
+  ignored: number,
+): string {
+  const lines: string[] = [];
+  if (rejected > 0) lines.push(`${rejected} log records rejected: ${reasons.join('; ')}`);
+  if (ignored > 0) {
+    lines.push(
+      `${ignored} log records accepted but not stored: only GenAI events (event names gen_ai.*) are kept`,
+    );
+  }
+  return lines.join('\n');
 }
 
 export function statusBody(

@@ -2,31 +2,19 @@ import { gzipSync } from 'node:zlib';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
-import { agentTrace, jsonBody, protobufBody, recordSpans } from '../../test/support/otel.js';
+import {
+  agentTrace,
+  jsonBody,
+  partialSuccess,
+  protobufBody,
+  recordSpans,
+} from '../../test/support/otel.js';
 import { storeVariants } from '../../test/support/stores.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { REJECTED_SPANS_PREFIX } from './otlp-wire.js';
 
 const PB = { 'content-type': 'application/x-protobuf' };
 const JSON_CT = { 'content-type': 'application/json' };
-
-/** ExportTraceServiceResponse.partial_success → {rejected, message}. */
-function partialSuccess(body: Buffer): { rejected: number; message: string } {
-  const out = { rejected: 0, message: '' };
-  const r = new BinaryReader(body);
-  while (r.pos < r.len) {
-    const [field] = r.tag();
-    if (field !== 1) continue;
-    const inner = new BinaryReader(r.bytes());
-    while (inner.pos < inner.len) {
-      const [f, wt] = inner.tag();
-      if (f === 1) out.rejected = Number(inner.int64());
-      else if (f === 2) out.message = inner.string();
-      else inner.skip(wt);
-    }
-  }
-  return out;
-}
 
 describe('OTLP/HTTP ingest', () => {
   let t: TestApp;

@@ -20,6 +20,7 @@ import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
 import { otlpRoutes } from './routes/otlp.js';
+import { otlpLogRoutes } from './routes/otlp-logs.js';
 import { policyRoutes } from './routes/policies.js';
 import { runRoutes } from './routes/runs.js';
 import { scoreRoutes } from './routes/scores.js';
@@ -123,11 +124,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     idempotency: deps.idempotency,
     readMaxBytes: deps.datasets.limits.maxUploadBytes + 1024 * 1024,
   });
-  await app.register(otlpRoutes, {
+  const otlp = {
     ingest: deps.ingest,
     bodyLimit: deps.bodyLimit,
     maxAttributeBytes: deps.maxAttributeBytes,
     maxInFlight: 64,
-  });
+  };
+  await app.register(otlpRoutes, otlp);
+  await app.register(otlpLogRoutes, otlp);
   return app;
 }

@@ -35,6 +35,16 @@ export interface SpanEvent {
   attributes: Attributes;
 }
 
+/**
+ * Events of one span that reached Touchstone apart from it: OpenTelemetry GenAI events sent as
+ * OTLP log records. They are stored with the trace and added to the span's events when the trace
+ * is read, whichever of the two arrived first.
+ */
+export interface DetachedEvents {
+  spanId: string;
+  events: SpanEvent[];
+}
+
 export interface SpanLink {
   traceId: string;
   spanId: string;
@@ -95,4 +105,33 @@ export function holdsBytes(value: unknown): boolean {
   // for-in allocates no array of values (span attributes have no inherited enumerable keys).
   for (const key in value) if (holdsBytes((value as Record<string, unknown>)[key])) return true;
   return false;
+}
+
+/**
+ * The spans with detached events added to the span they name (a copy of each span that gets
+ * some). An event sent twice (an exporter's retry) is added once; events whose span is not among
+ * `spans` are left out (their span may arrive later).
+ */
+export function attachDetachedEvents(
+  spans: readonly Span[],
+  detached: readonly DetachedEvents[],
+): Span[] {
+  const bySpan = new Map<string, SpanEvent[]>();
+  for (const d of detached) {
+    const list = bySpan.get(d.spanId);
+    if (list === undefined) bySpan.set(d.spanId, [...d.events]);
+    else list.push(...d.events);
+  }
+  return spans.map((span) => {
+    const events = bySpan.get(span.spanId);
+    if (events === undefined) return span;
+    const seen = new Set(span.events.map((e) => JSON.stringify(e)));
+    const added = events.filter((e) => {
+      const key = JSON.stringify(e);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    return added.length === 0 ? span : { ...span, events: [...span.events, ...added] };
+  });
 }

@@ -17,7 +17,13 @@ import type { PendingTrace } from '../store/index.js';
 import { normalizeTrace } from './conventions/index.js';
 
 export { IngestErrors } from './error-codes.js';
-export { decodeOtlpJson, decodeOtlpProtobuf, OtlpErrors } from './otlp/index.js';
+export {
+  decodeOtlpJson,
+  decodeOtlpLogsJson,
+  decodeOtlpLogsProtobuf,
+  decodeOtlpProtobuf,
+  OtlpErrors,
+} from './otlp/index.js';
 export {
   type CompleterDeps,
   type IngestDeps,
@@ -25,6 +31,7 @@ export {
   type IngestResult,
   IngestService,
   type IngestTarget,
+  type LogIngestResult,
   type PulledTrace,
   PulledTraceWriter,
   recordDigest,
@@ -34,7 +41,13 @@ export {
 } from './pipeline.js';
 export { TraceQueries } from './queries.js';
 export { traceSummaryView } from './summary.js';
-export type { DecodedSpans, DecodeOptions, RejectedSpan } from './types.js';
+export type {
+  DecodedLogs,
+  DecodedSpans,
+  DecodeOptions,
+  LogEvent,
+  RejectedSpan,
+} from './types.js';
 export { normalizeTrace };
 
 /**

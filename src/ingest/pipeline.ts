@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Clock, EvalRecord, NormalizedTrace, Span } from '../core/index.js';
+import type {
+  Attributes,
+  Clock,
+  DetachedEvents,
+  EvalRecord,
+  NormalizedTrace,
+  Span,
+} from '../core/index.js';
 import type {
   CompletionRules,
   NewWorkItem,
@@ -7,7 +14,7 @@ import type {
   SpanBatch,
   Store,
 } from '../store/index.js';
-import type { DecodedSpans, RejectedSpan } from './types.js';
+import type { DecodedLogs, DecodedSpans, RejectedSpan } from './types.js';
 
 /**
  * The ingest pipeline: decoded spans → redaction → durable write (spans + open trace rows, one
@@ -18,6 +25,8 @@ import type { DecodedSpans, RejectedSpan } from './types.js';
 /** What the pipeline needs of redaction (src/redaction's Redactor fits it). */
 export interface SpanRedactor {
   redactSpans(spans: Span[]): Span[];
+  /** What `redactSpans` does to each event's attributes (log events get the same). */
+  redactAttributes(attributes: Attributes): Attributes;
   redactLabels(labels: Record<string, string>): Record<string, string>;
 }
 
@@ -27,6 +36,8 @@ export interface IngestObserver {
   onRejected(reason: string, spans: number): void;
   onStored(spans: number, seconds: number): void;
   onCompleted(traces: number): void;
+  /** OTLP log records: GenAI events stored, refused, or accepted and not kept. */
+  onLogRecords?(outcome: 'stored' | 'rejected' | 'ignored', records: number): void;
 }
 
 export interface IngestTarget {
@@ -90,6 +101,55 @@ export class IngestService {
     observer?.onStored(spans.length, (performance.now() - started) / 1000);
     return base;
   }
+
+  /**
+   * GenAI events from OTLP log records → redaction (the rules span events get) → stored with
+   * their traces as detached events, in one transaction, before the answer. They stay apart from
+   * the spans until the trace is read: their span may arrive before them, after them, or not yet.
+   */
+  async ingestLogs(target: IngestTarget, decoded: DecodedLogs): Promise<LogIngestResult> {
+    const { observer, redactor, store, clock } = this.deps;
+    if (decoded.rejected > 0) observer?.onLogRecords?.('rejected', decoded.rejected);
+    if (decoded.ignored > 0) observer?.onLogRecords?.('ignored', decoded.ignored);
+    const result = {
+      rejected: decoded.rejected,
+      rejectReasons: decoded.rejectReasons,
+      ignored: decoded.ignored,
+    };
+    if (decoded.events.length === 0) return result;
+    // trace id → span id → its events, in request order.
+    const byTrace = new Map<string, Map<string, DetachedEvents>>();
+    for (const { traceId, spanId, event } of decoded.events) {
+      let spans = byTrace.get(traceId);
+      if (spans === undefined) {
+        spans = new Map();
+        byTrace.set(traceId, spans);
+      }
+      const redacted = { ...event, attributes: redactor.redactAttributes(event.attributes) };
+      const known = spans.get(spanId);
+      if (known === undefined) spans.set(spanId, { spanId, events: [redacted] });
+      else known.events.push(redacted);
+    }
+    const labels = redactor.redactLabels(target.labels);
+    const batches: SpanBatch[] = [...byTrace].map(([traceId, spans]) => ({
+      project: target.project,
+      traceId,
+      spans: [],
+      detachedEvents: [...spans.values()],
+      labels,
+      source: target.source,
+    }));
+    await store.withTransaction((tx) => tx.traces.appendSpans(batches, clock.now()));
+    observer?.onLogRecords?.('stored', decoded.events.length);
+    return result;
+  }
+}
+
+export interface LogIngestResult {
+  rejected: number;
+  rejectReasons: string[];
+  /** Log records that are not GenAI events: accepted, not kept. */
+  ignored: number;
 }
 
 /** A whole trace read from an external store (a trace source), stored as complete at once. */

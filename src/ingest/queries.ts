@@ -19,16 +19,24 @@ export class TraceQueries {
     return this.store.traces.list({ ...filter, project, ...grant }, page);
   }
 
-  /** A trace the caller may see, else TRACE_NOT_FOUND (never "forbidden": existence is not leaked). */
+  /**
+   * A trace the caller may see, else TRACE_NOT_FOUND (never "forbidden": existence is not leaked).
+   * `id` is a trace id, or the id a trace source's store gives a trace it pulled (MLflow's
+   * `tr-<hex>`, a Langfuse or Phoenix id that is not an OpenTelemetry trace id).
+   */
   async get(
     principal: Principal,
     project: string | undefined,
-    traceId: string,
+    id: string,
   ): Promise<{ trace: StoredTrace; record: EvalRecord }> {
     const target = authorize(principal, 'traces.read', project);
-    const found = await this.store.traces.get(target, traceId.toLowerCase());
+    let found = await this.store.traces.get(target, id.toLowerCase());
+    if (found === undefined) {
+      const pulled = await this.store.sources.traceIdOf(target, id);
+      if (pulled !== undefined) found = await this.store.traces.get(target, pulled);
+    }
     if (found === undefined || !coversTrace(principal, found.trace)) {
-      throw IngestErrors.TRACE_NOT_FOUND(`no trace ${traceId} in project "${target}"`);
+      throw IngestErrors.TRACE_NOT_FOUND(`no trace ${id} in project "${target}"`);
     }
     return found;
   }

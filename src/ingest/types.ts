@@ -1,4 +1,4 @@
-import type { Span } from '../core/index.js';
+import type { Span, SpanEvent } from '../core/index.js';
 import type { RejectedSpan } from './otlp/rejections.js';
 
 /** What an OTLP decoder hands the pipeline: valid spans, and what it refused (partial success). */
@@ -10,6 +10,25 @@ export interface DecodedSpans {
   rejectReasons: string[];
   /** The refused spans one by one (position and ids, at most 1000); absent when none was. */
   rejectedSpans?: RejectedSpan[];
+}
+
+/** A GenAI event that arrived as an OTLP log record, as the span event it describes. */
+export interface LogEvent {
+  traceId: string;
+  spanId: string;
+  event: SpanEvent;
+}
+
+/** What an OTLP logs decoder hands the pipeline (docs/ingest.md, "The endpoint: POST /v1/logs"). */
+export interface DecodedLogs {
+  /** GenAI events (`gen_ai.*` event names) with valid trace and span ids, in request order. */
+  events: LogEvent[];
+  /** GenAI events refused one by one: without a valid trace or span id they join no span. */
+  rejected: number;
+  /** Distinct reasons, for the OTLP partial-success message; never log content. */
+  rejectReasons: string[];
+  /** Valid log records that are not GenAI events: accepted, not stored. */
+  ignored: number;
 }
 
 export interface DecodeOptions {

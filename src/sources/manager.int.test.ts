@@ -53,7 +53,7 @@ class FakeStore implements TraceStoreConnector {
   add(
     i: number,
     startMs: number,
-    opts: { inProgress?: boolean; tool?: string; fail?: boolean } = {},
+    opts: { inProgress?: boolean; tool?: string; fail?: boolean; storeId?: string } = {},
   ): FakeTrace {
     const traceId = i.toString(16).padStart(32, '0');
     const ns = (ms: number) => `${BigInt(ms) * 1_000_000n}`;
@@ -81,7 +81,7 @@ class FakeStore implements TraceStoreConnector {
         droppedAttributesCount: 0,
       }) as unknown as Span;
     const t: FakeTrace = {
-      storeId: `tr-${traceId}`,
+      storeId: opts.storeId ?? `tr-${traceId}`,
       traceId,
       startMs,
       ...(opts.inProgress ? {} : { endMs: startMs + 1000 }),
@@ -272,6 +272,32 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
     expect(fake.fetched).toHaveLength(7);
     const view = await app.sources.get(OPEN_PRINCIPAL, undefined, 'prod-mlflow');
     expect(view.status).toMatchObject({ phase: 'tailing', pulled: 7, deferred: 0, lagSeconds: 0 });
+  });
+
+  it("finds a pulled trace, and its scores, by the store's own id as well as by its trace id", async () => {
+    const mlflow = fake.add(1, T0 - 10 * MIN);
+    // A store id that is no OpenTelemetry trace id (a Langfuse UUID): the trace id is derived.
+    const langfuse = fake.add(2, T0 - 9 * MIN, { storeId: '7d9f0d8e-1c2b-4a5e-9f00-0a1b2c3d4e5f' });
+    await applySource();
+    await manager.tick();
+    const get = (id: string, scores = '') =>
+      app.server.inject({ url: `/v1alpha1/traces/${encodeURIComponent(id)}${scores}` });
+    for (const t of [mlflow, langfuse]) {
+      const byTraceId = await get(t.traceId);
+      expect(byTraceId.statusCode).toBe(200);
+      const byStoreId = await get(t.storeId);
+      expect(byStoreId.statusCode).toBe(200);
+      expect(byStoreId.json()).toEqual(byTraceId.json());
+      expect(byStoreId.json().trace.traceId).toBe(t.traceId);
+      const scores = await get(t.storeId, '/scores');
+      expect(scores.statusCode).toBe(200);
+      expect(scores.json().trace.traceId).toBe(t.traceId);
+    }
+    expect(mlflow.storeId).toBe(`tr-${mlflow.traceId}`);
+    expect((await get('tr-ffffffffffffffffffffffffffffffff')).statusCode).toBe(404);
+    // Store ids are matched exactly (trace ids in any case).
+    expect((await get(langfuse.storeId.toUpperCase())).statusCode).toBe(404);
+    expect((await get(mlflow.traceId.toUpperCase())).statusCode).toBe(200);
   });
 
   it('defers a running trace, then stores it when it ends (or as it is after maxInProgressAge)', async () => {

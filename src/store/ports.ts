@@ -13,6 +13,7 @@
  */
 
 import type {
+  DetachedEvents,
   EvalRecord,
   NormalizedTrace,
   Result,
@@ -121,6 +122,12 @@ export interface SpanBatch {
   traceId: string;
   /** Redacted spans; a span id seen again replaces the stored span. */
   spans: Span[];
+  /**
+   * Redacted events of spans of this trace that arrived apart from them (OTLP log records):
+   * stored beside the spans and added to their span's events when the trace is read. They open
+   * the trace like spans do, but never count as its root.
+   */
+  detachedEvents?: DetachedEvents[];
   /** Labels from the ingest door (the API key's labels, a source's traceLabels and `source`). */
   labels: Record<string, string>;
   /** Source name for pulled traces, '' for pushed ones. */
@@ -686,6 +693,11 @@ export interface SourceStore {
   saveTraces(traces: readonly SourceTrace[]): Promise<void>;
   /** The store's id of a trace this source stored (write-back addresses it). */
   storeIdOf(project: string, source: string, traceId: string): Promise<string | undefined>;
+  /**
+   * The trace id of a trace some source of the project stored under this store id (ids are
+   * matched exactly); with several, the first source's by name.
+   */
+  traceIdOf(project: string, storeId: string): Promise<string | undefined>;
   /** Traces the store still reported running, oldest first. */
   deferred(project: string, source: string, limit: number): Promise<SourceTrace[]>;
 

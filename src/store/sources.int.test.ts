@@ -448,6 +448,17 @@ function sourcesContract(harness: StoreHarness): void {
       expect(await store.sources.storeIdOf('p', 'nope', traceId(1))).toBeUndefined();
     });
 
+    it('finds the trace id of a store id across the sources of a project, the id matched exactly', async () => {
+      await store.sources.saveTraces([
+        sourceTrace(1, { storeId: 'tr-ABC' }),
+        sourceTrace(2, { source: 'other', storeId: 'uuid-2' }),
+      ]);
+      expect(await store.sources.traceIdOf('p', 'tr-ABC')).toBe(traceId(1));
+      expect(await store.sources.traceIdOf('p', 'uuid-2')).toBe(traceId(2));
+      expect(await store.sources.traceIdOf('p', 'tr-abc')).toBeUndefined();
+      expect(await store.sources.traceIdOf('q', 'tr-ABC')).toBeUndefined();
+    });
+
     it('reads and writes more traces than one statement binds', async () => {
       const many = Array.from({ length: 1234 }, (_, i) => sourceTrace(i));
       await store.sources.saveTraces(many);

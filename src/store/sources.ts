@@ -399,6 +399,18 @@ export class KyselySourceStore implements SourceStore {
     return row?.store_id;
   }
 
+  async traceIdOf(project: string, storeId: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('source_traces')
+      .select('trace_id')
+      .where('project', '=', project)
+      .where('store_id', '=', storeId)
+      .orderBy('source')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.trace_id;
+  }
+
   async deferred(project: string, source: string, limit: number): Promise<SourceTrace[]> {
     if (limit <= 0) return [];
     const rows = await this.db

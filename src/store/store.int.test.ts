@@ -349,6 +349,69 @@ function storeContract(harness: Harness): void {
       expect(await store.traces.spans('other', T)).toEqual([]);
     });
 
+    it('stores detached events apart and adds them to their span when it is read, whichever came first', async () => {
+      const root = '1'.repeat(16);
+      const chat = '2'.repeat(16);
+      const event = (content: string, at: number) => ({
+        name: 'gen_ai.user.message',
+        timeUnixNano: `${at}000000`,
+        attributes: { content, raw: new Uint8Array([1]) },
+      });
+      const events = (spanId: string, ...list: ReturnType<typeof event>[]) => ({
+        project: 'p',
+        traceId: T,
+        spans: [],
+        detachedEvents: [{ spanId, events: list }],
+        labels: { from: 'logs' },
+        source: '',
+      });
+      // Events first: they open the trace, but are no root: only idleness completes it.
+      await store.traces.appendSpans([events(chat, event('hi', T0 + 2))], T0 + 100);
+      expect(await store.traces.countOpen()).toBe(1);
+      expect(await store.traces.spans('p', T)).toEqual([]);
+      expect(await store.traces.dueForCompletion(T0 + 100 + rules.graceMs, rules, 10)).toEqual([]);
+      expect(
+        (await store.traces.dueForCompletion(T0 + 100 + rules.idleMs, rules, 10)).map(
+          (d) => d.labels,
+        ),
+      ).toEqual([{ from: 'logs' }]);
+
+      // The span, then more events for it (one a retry of the first) and for a span not yet here.
+      await store.traces.appendSpans(
+        [{ project: 'p', traceId: T, spans: [span(T, chat, root)], labels: {}, source: '' }],
+        T0 + 200,
+      );
+      await store.traces.appendSpans(
+        [
+          events(chat, event('hi', T0 + 2), event('again', T0 + 3)),
+          events('3'.repeat(16), event('later', T0 + 4)),
+        ],
+        T0 + 300,
+      );
+      const [read] = await store.traces.spansOf([{ project: 'p', traceId: T }]);
+      expect(read).toHaveLength(1);
+      expect(read?.[0]?.events.map((e) => e.attributes.content)).toEqual(['hi', 'again']);
+      expect(read?.[0]?.events[0]?.attributes.raw).toEqual(new Uint8Array([1]));
+
+      // The span it waited for arrives: its event is read with it.
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: T,
+            spans: [span(T, '3'.repeat(16), root)],
+            labels: {},
+            source: '',
+          },
+        ],
+        T0 + 400,
+      );
+      const spans = await store.traces.spans('p', T);
+      expect(spans.find((s) => s.spanId === '3'.repeat(16))?.events).toEqual([
+        event('later', T0 + 4),
+      ]);
+    });
+
     it('finds traces due by grace after the root, idle timeout or max age; completes them conditionally', async () => {
       const U = 'b'.repeat(32);
       await store.traces.appendSpans(

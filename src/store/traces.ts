@@ -9,11 +9,14 @@ import {
 } from 'kysely';
 import {
   type AttributeValue,
+  attachDetachedEvents,
+  type DetachedEvents,
   type EvalRecord,
   holdsBytes,
   type NormalizedTrace,
   nanosToMs,
   type Span,
+  type SpanEvent,
   type TraceRoot,
 } from '../core/index.js';
 import { batches, placeholders } from './batches.js';
@@ -45,19 +48,42 @@ function spanHasBytes(span: Span): boolean {
   );
 }
 
-/**
- * JSON with bytes kept: Uint8Array ↔ {"$bytes": base64}. The replacer is slow, so it runs only
- * for spans that hold bytes (none do while redaction is on: it drops them).
- */
-function encodeSpans(spans: readonly Span[]): string {
-  if (!spans.some(spanHasBytes)) return JSON.stringify(spans);
-  return JSON.stringify(spans, (_key, value: unknown) =>
-    value instanceof Uint8Array ? { $bytes: Buffer.from(value).toString('base64') } : value,
+/** JSON with bytes kept: Uint8Array ↔ {"$bytes": base64}. The replacer is slow: only when asked. */
+function toJson(value: unknown, bytes: boolean): string {
+  if (!bytes) return JSON.stringify(value);
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v instanceof Uint8Array ? { $bytes: Buffer.from(v).toString('base64') } : v,
   );
 }
 
-function decodeSpans(text: string): Span[] {
-  // The reviver makes JSON.parse several times slower; only spans that held bytes need it.
+/**
+ * Where a chunk entry holds detached events instead of a span: the key names the span they belong
+ * to. No span has it, so a chunk stays one JSON array of entries.
+ */
+const DETACHED = 'eventsOf';
+
+interface StoredDetached {
+  [DETACHED]: string;
+  events: SpanEvent[];
+}
+
+/**
+ * A batch's chunk JSON: its spans (none hold bytes while redaction is on: it drops them), then
+ * its detached events.
+ */
+function encodeChunk(batch: SpanBatch): string {
+  const detached = batch.detachedEvents ?? [];
+  if (detached.length === 0) return toJson(batch.spans, batch.spans.some(spanHasBytes));
+  const entries: (Span | StoredDetached)[] = [...batch.spans];
+  for (const d of detached) entries.push({ [DETACHED]: d.spanId, events: d.events });
+  const bytes =
+    batch.spans.some(spanHasBytes) ||
+    detached.some((d) => d.events.some((e) => holdsBytes(e.attributes)));
+  return toJson(entries, bytes);
+}
+
+function decodeChunk(text: string): (Span | StoredDetached)[] {
+  // The reviver makes JSON.parse several times slower; only chunks that held bytes need it.
   if (!text.includes('"$bytes"')) return JSON.parse(text) as Span[];
   return JSON.parse(text, (_key, value: unknown) => {
     if (typeof value === 'object' && value !== null && '$bytes' in value) {
@@ -66,6 +92,21 @@ function decodeSpans(text: string): Span[] {
     }
     return value;
   }) as Span[];
+}
+
+/** The earliest start of a batch: its spans', else its detached events', else `now`. */
+function batchStartMs(batch: SpanBatch, now: number): number {
+  let start = Number.POSITIVE_INFINITY;
+  for (const s of batch.spans) start = Math.min(start, nanosToMs(s.startTimeUnixNano));
+  if (start === Number.POSITIVE_INFINITY) {
+    for (const d of batch.detachedEvents ?? []) {
+      for (const e of d.events) {
+        const at = nanosToMs(e.timeUnixNano);
+        if (at > 0) start = Math.min(start, at);
+      }
+    }
+  }
+  return start === Number.POSITIVE_INFINITY ? now : Math.floor(start);
 }
 
 /** The columns a StoredTrace is read from: lists select these, not the record or root. */
@@ -119,7 +160,7 @@ export class KyselyTraceStore implements TraceStore {
         project: b.project,
         trace_id: b.traceId,
         chunk: `${stamp}-${String(i).padStart(5, '0')}`,
-        spans: encodeSpans(b.spans),
+        spans: encodeChunk(b),
       })),
     );
     // One row per trace; several batches of one trace in a call are merged first.
@@ -144,21 +185,17 @@ export class KyselyTraceStore implements TraceStore {
       'root_ended_at',
       'start_ms',
     ];
-    const rows = [...traces.values()].map(({ batch, rootEndedAt }) => {
-      let start = Number.POSITIVE_INFINITY;
-      for (const s of batch.spans) start = Math.min(start, nanosToMs(s.startTimeUnixNano));
-      // Placeholders until completion writes the summary; an open trace is not listed.
-      return [
-        batch.project,
-        batch.traceId,
-        batch.source,
-        JSON.stringify(batch.labels),
-        now,
-        now,
-        rootEndedAt,
-        Math.floor(start),
-      ];
-    });
+    // Placeholders until completion writes the summary; an open trace is not listed.
+    const rows = [...traces.values()].map(({ batch, rootEndedAt }) => [
+      batch.project,
+      batch.traceId,
+      batch.source,
+      JSON.stringify(batch.labels),
+      now,
+      now,
+      rootEndedAt,
+      batchStartMs(batch, now),
+    ]);
     for (const part of batches(this.dialect, rows, CHUNK)) {
       await this.db.executeQuery(
         CompiledQuery.raw(
@@ -243,17 +280,26 @@ export class KyselyTraceStore implements TraceStore {
       .orderBy('chunk')
       .execute();
     // A span sent again (an exporter's retry, a re-pulled page) replaces the earlier copy.
-    const byTrace = new Map<string, Map<string, Span>>();
+    const byTrace = new Map<string, { spans: Map<string, Span>; detached: DetachedEvents[] }>();
     for (const row of rows) {
       const key = `${row.project}\u0000${row.trace_id}`;
-      let byId = byTrace.get(key);
-      if (byId === undefined) {
-        byId = new Map();
-        byTrace.set(key, byId);
+      let trace = byTrace.get(key);
+      if (trace === undefined) {
+        trace = { spans: new Map(), detached: [] };
+        byTrace.set(key, trace);
       }
-      for (const span of decodeSpans(row.spans)) byId.set(span.spanId, span);
+      for (const entry of decodeChunk(row.spans)) {
+        if (DETACHED in entry)
+          trace.detached.push({ spanId: entry[DETACHED], events: entry.events });
+        else trace.spans.set(entry.spanId, entry);
+      }
     }
-    return traces.map((t) => [...(byTrace.get(`${t.project}\u0000${t.traceId}`)?.values() ?? [])]);
+    return traces.map((t) => {
+      const trace = byTrace.get(`${t.project}\u0000${t.traceId}`);
+      if (trace === undefined) return [];
+      const spans = [...trace.spans.values()];
+      return trace.detached.length === 0 ? spans : attachDetachedEvents(spans, trace.detached);
+    });
   }
 
   async complete(

@@ -389,6 +389,11 @@ describe.skipIf(MLFLOW_PYTHON === undefined)('trace source against a live MLflow
     ]);
     const tools = view.record.trajectory.filter((s) => s.type === 'tool');
     expect(tools.map((s) => s.error ?? '')).toEqual(['', 'TimeoutError: time service timed out']);
+    // MLflow's own id (`tr-<hex>`, what its UI and client show) finds the same trace and scores.
+    expect(await call<TraceView>(`/v1alpha1/traces/${ids.agent}`)).toEqual(view);
+    expect(await call<TraceScores>(`/v1alpha1/traces/${ids.agent}/scores`)).toEqual(
+      await call<TraceScores>(`/v1alpha1/traces/${ids.agent.slice(3)}/scores`),
+    );
   });
 
   it('defers the running trace', () => {

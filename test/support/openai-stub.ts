@@ -15,7 +15,12 @@ export interface StubRequest {
 }
 
 export interface StubAnswer {
-  content?: string;
+  /** The assistant's text; `null` sends `"content": null` (as OpenAI does beside tool calls). */
+  content?: string | null;
+  /** Tool calls of the assistant message (sent as `tool_calls`, even when empty). */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  /** The model named in the answer (the served model); default: the model asked for. */
+  servedModel?: string;
   /** An HTTP error status instead of a completion. */
   status?: number;
   /** Sent with an error status. */
@@ -30,6 +35,18 @@ export type AnswerFn = (
   seen: number,
   request: StubRequest,
 ) => StubAnswer | string;
+
+function assistantMessage(a: StubAnswer): Record<string, unknown> {
+  const message: Record<string, unknown> = { role: 'assistant', content: a.content ?? '' };
+  if (a.toolCalls !== undefined) {
+    message.tool_calls = a.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
+  }
+  return message;
+}
 
 export class OpenAiStub {
   readonly requests: StubRequest[] = [];
@@ -86,12 +103,12 @@ export class OpenAiStub {
             JSON.stringify({
               id: `chatcmpl-${this.requests.length}`,
               object: 'chat.completion',
-              model: body.model ?? 'stub-model',
+              model: a.servedModel ?? body.model ?? 'stub-model',
               choices: [
                 {
                   index: 0,
-                  message: { role: 'assistant', content: a.content ?? '' },
-                  finish_reason: 'stop',
+                  message: assistantMessage(a),
+                  finish_reason: a.toolCalls?.length ? 'tool_calls' : 'stop',
                 },
               ],
               usage: { prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 },

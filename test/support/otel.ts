@@ -1,3 +1,4 @@
+import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { type Attributes, context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -79,3 +80,21 @@ export function jsonBody(spans: ReadableSpan[]): string {
 }
 
 export { trace };
+
+/** The partial_success of an ExportTraceServiceResponse or ExportLogsServiceResponse → {rejected, message}. */
+export function partialSuccess(body: Buffer): { rejected: number; message: string } {
+  const out = { rejected: 0, message: '' };
+  const r = new BinaryReader(body);
+  while (r.pos < r.len) {
+    const [field] = r.tag();
+    if (field !== 1) continue;
+    const inner = new BinaryReader(r.bytes());
+    while (inner.pos < inner.len) {
+      const [f, wt] = inner.tag();
+      if (f === 1) out.rejected = Number(inner.int64());
+      else if (f === 2) out.message = inner.string();
+      else inner.skip(wt);
+    }
+  }
+  return out;
+}

@@ -1,15 +1,9 @@
-import { Transform } from 'node:stream';
-import { createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { authorize } from '../../auth/index.js';
-import {
-  decodeOtlpJson,
-  decodeOtlpProtobuf,
-  IngestErrors,
-  type IngestService,
-} from '../../ingest/index.js';
+import { decodeOtlpJson, decodeOtlpProtobuf, type IngestService } from '../../ingest/index.js';
 import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
+import { decodedPayload, otlpBodyParsers } from '../otlp-body.js';
 import {
   exportResponse,
   OTLP_CONTENT_TYPE,
@@ -30,17 +24,7 @@ export interface OtlpRouteDeps {
  * OTLP/HTTP spec only after the spans are durably stored.
  */
 export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser(
-    'application/x-protobuf',
-    { parseAs: 'buffer', bodyLimit: deps.bodyLimit },
-    (_r, body, done) => done(null, body),
-  );
-  app.addContentTypeParser(
-    'application/json',
-    { parseAs: 'string', bodyLimit: deps.bodyLimit },
-    (_r, body, done) => done(null, body),
-  );
+  otlpBodyParsers(app, deps.bodyLimit);
 
   let inFlight = 0;
 
@@ -48,16 +32,8 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
     '/v1/traces',
     {
       config: { otlp: true },
-      preParsing: async (request, _reply, payload) => {
-        const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
-        if (encoding === 'identity' || encoding === '') return payload;
-        if (encoding !== 'gzip' && encoding !== 'deflate') {
-          throw IngestErrors.OTLP_UNSUPPORTED_ENCODING(
-            `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
-          );
-        }
-        return inflate(payload, encoding, deps.bodyLimit);
-      },
+      preParsing: async (request, _reply, payload) =>
+        decodedPayload(request, payload, deps.bodyLimit),
     },
     async (request, reply) => {
       // `?project=` lets a caller without a key project (no auth on loopback) pick one; a key
@@ -95,34 +71,4 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       }
     },
   );
-}
-
-/** Inflates a request body, refusing it (413) once the inflated size passes the limit. */
-function inflate(payload: NodeJS.ReadableStream, encoding: 'gzip' | 'deflate', limit: number) {
-  const inflater = encoding === 'gzip' ? createGunzip() : createInflate();
-  let encodedLength = 0;
-  let inflated = 0;
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, callback) {
-      inflated += chunk.length;
-      if (inflated > limit) {
-        callback(
-          ApiErrors.BODY_TOO_LARGE(
-            `request body exceeds the limit of ${limit} bytes after decompression`,
-          ),
-        );
-        return;
-      }
-      callback(null, chunk);
-    },
-  });
-  payload.on('data', (chunk: Buffer) => {
-    encodedLength += chunk.length;
-    (out as unknown as { receivedEncodedLength: number }).receivedEncodedLength = encodedLength;
-  });
-  inflater.on('error', () => {
-    out.destroy(ApiErrors.BODY_INVALID(`request body is not valid ${encoding} data`));
-  });
-  const out = payload.pipe(inflater).pipe(counter);
-  return out;
 }

@@ -124,4 +124,26 @@ describe('OTel GenAI legacy forms (§2)', () => {
     ]);
     expect(record.trajectory?.[0]?.input).toEqual([{ role: 'user', content: 'current' }]);
   });
+
+  it('reads no message from events without content (capture off, or an empty model reply)', () => {
+    const { record } = normalizeTrace([
+      span('chat', {
+        start: 0,
+        end: 10,
+        attrs: { 'gen_ai.operation.name': 'chat', 'gen_ai.system': 'openai' },
+        events: [
+          { name: 'gen_ai.user.message', attrs: {} },
+          { name: 'gen_ai.tool.message', attrs: { id: 'call_w1' } },
+          // What opentelemetry-instrumentation-openai-v2 sends for `content: null, tool_calls: []`.
+          {
+            name: 'gen_ai.choice',
+            attrs: { index: 0, finish_reason: 'stop', message: { role: 'assistant' } },
+          },
+        ],
+      }),
+    ]);
+    expect(record.trajectory?.[0]?.input).toBeUndefined();
+    expect(record.trajectory?.[0]?.output).toBeUndefined();
+    expect(record.output).toBeUndefined();
+  });
 });

@@ -1,6 +1,6 @@
 import type { Message, Span } from '../../core/index.js';
 import { genAiMessages } from './gen-ai.js';
-import { readMessages } from './messages.js';
+import { isEmptyMessage, readMessages } from './messages.js';
 import type { ConventionReader, MessagesReading } from './reader.js';
 import {
   asNumber,
@@ -46,7 +46,10 @@ function value(v: unknown): unknown {
   return typeof v === 'string' ? sniffJson(v) : jsonSafe(v);
 }
 
-/** An event body in the OpenAI-like shape `readMessages` knows. */
+/**
+ * An event body in the OpenAI-like shape `readMessages` knows; none when it holds nothing (events
+ * sent without content capture, a model's empty reply).
+ */
 function bodyMessage(role: string, body: JsonObject): Message[] | undefined {
   const shaped: JsonObject = { role: typeof body.role === 'string' ? body.role : role };
   const content = body.content;
@@ -55,7 +58,8 @@ function bodyMessage(role: string, body: JsonObject): Message[] | undefined {
   if (body.tool_calls !== undefined) shaped.tool_calls = value(body.tool_calls);
   const id = body.id ?? body.tool_call_id;
   if (role === 'tool' && id !== undefined) shaped.tool_call_id = id;
-  return readMessages(shaped);
+  const messages = readMessages(shaped)?.filter((m) => !isEmptyMessage(m));
+  return messages && messages.length > 0 ? messages : undefined;
 }
 
 /** A serialized message list of `gen_ai.prompt` / `gen_ai.completion` (JSON or Python repr). */

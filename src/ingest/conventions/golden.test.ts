@@ -1,15 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  type Attributes,
-  contentText,
-  outputText,
-  RecordSchema,
-  type Span,
-  type Step,
-} from '../../core/index.js';
-import { decodeOtlpJson } from '../otlp/index.js';
+import { contentText, outputText, RecordSchema, type Step } from '../../core/index.js';
+import { decodeOtlpJson, decodeOtlpLogsJson, decodeOtlpLogsProtobuf } from '../otlp/index.js';
 import {
   FIXTURES_DIR,
   fixtureNames,
@@ -19,6 +12,7 @@ import {
   goldenOf,
   goldenPath,
   reduceTrace,
+  withLogEvents,
 } from './golden.testkit.js';
 import { normalizeTrace } from './index.js';
 
@@ -40,8 +34,8 @@ interface Facts {
   tokens: [number, number];
   /** suggest_clothes raised. */
   toolError?: boolean;
-  /** The record's input/output hold the question and answer (false: content is not on spans). */
-  content?: boolean;
+  /** The model replied with an empty message after get_weather, and the agent failed the run. */
+  emptyAnswer?: boolean;
   session?: string;
   labels?: Record<string, string>;
 }
@@ -64,8 +58,15 @@ const FACTS: Record<string, Facts> = {
     toolError: true,
     session: 'conv-weather-1',
   },
-  // The v2 instrumentation without the latest-experimental opt-in sends content as log events.
-  'otel-genai-openai-v2-events': { tokens: [782, 139], content: false, session: 'conv-weather-1' },
+  // The v2 instrumentation without the latest-experimental opt-in (and with `event_only` in it)
+  // sends content as log events, which fixtureSpans joins to their spans as /v1/logs does.
+  'otel-genai-openai-v2-events': { tokens: [782, 139], session: 'conv-weather-1' },
+  'otel-genai-openai-v2-events-empty-answer': {
+    tokens: [438, 67],
+    emptyAnswer: true,
+    session: 'conv-weather-1',
+  },
+  'otel-genai-openai-v2-latest-event-only': { tokens: [782, 139], session: 'conv-weather-1' },
   'otel-genai-openai-v2-latest-labels': {
     tokens: [782, 139],
     session: 'conv-weather-1',
@@ -108,8 +109,13 @@ describe.each(names)('fixture %s', (name) => {
   });
 
   it('reads the same from its OTLP/JSON dump as from its protobuf requests', () => {
+    const options = { maxAttributeBytes: 64 * 1024 };
     const text = readFileSync(join(FIXTURES_DIR, `${name}.json`), 'utf8');
-    const spans = decodeOtlpJson(text, { maxAttributeBytes: 64 * 1024 }).spans;
+    const logs = join(FIXTURES_DIR, `${name}.logs.json`);
+    const events = existsSync(logs)
+      ? decodeOtlpLogsJson(readFileSync(logs, 'utf8'), options).events
+      : [];
+    const spans = withLogEvents(decodeOtlpJson(text, options).spans, events);
     const fromJson = reduceTrace(normalizeTrace(spans));
     expect(fromJson).toEqual(reduceTrace(normalizeTrace(fixtureSpans(name))));
   });
@@ -119,8 +125,9 @@ describe.each(names)('fixture %s', (name) => {
     const complete = reduceTrace(traces[0]!);
     expect(partial.steps).toEqual(complete.steps?.filter((s) => s.type !== 'agent'));
     expect(partial.usage).toEqual(complete.usage);
-    if (facts?.content !== false) {
-      expect(contentText(partial.input)).toMatch(QUESTION);
+    expect(contentText(partial.input)).toMatch(QUESTION);
+    if (facts?.emptyAnswer) expect(partial.output).toBeUndefined();
+    else {
       expect(outputText(partial.output)).toMatch(
         facts?.toolError ? ANSWER_AFTER_FAILURE : ANSWER_OK,
       );
@@ -135,27 +142,35 @@ describe.each(names)('fixture %s', (name) => {
     expect(RecordSchema.safeParse(record).success).toBe(true);
     const steps = record.trajectory ?? [];
 
-    // One agent run: agent, then model call / tool / model call / tool / model call.
-    expect(steps.map((s) => s.type)).toEqual(['agent', 'llm', 'tool', 'llm', 'tool', 'llm']);
-    expect(steps.filter((s) => s.type === 'tool').map((s) => s.name)).toEqual([
-      'get_weather',
-      'suggest_clothes',
-    ]);
-    expect(summary.steps).toBe(6);
-
-    const [weather, clothes] = steps.filter((s) => s.type === 'tool') as [Step, Step];
-    if (facts.content !== false) {
+    if (facts.emptyAnswer) {
+      // Agent, model call, get_weather, then a model call whose reply was empty: the run failed.
+      expect(steps.map((s) => s.type)).toEqual(['agent', 'llm', 'tool', 'llm']);
+      expect(steps[0]?.error).toMatch(/EmptyAnswer: the model sent an empty message/);
+      expect(summary.error).toBe(true);
+      expect(steps[2]?.output).toEqual({ city: 'Paris', temperature_c: 18, condition: 'sunny' });
+      expect(steps[3]?.output).toBeUndefined();
+      expect(record.output).toBeUndefined();
+    } else {
+      // One agent run: agent, then model call / tool / model call / tool / model call.
+      expect(steps.map((s) => s.type)).toEqual(['agent', 'llm', 'tool', 'llm', 'tool', 'llm']);
+      expect(steps.filter((s) => s.type === 'tool').map((s) => s.name)).toEqual([
+        'get_weather',
+        'suggest_clothes',
+      ]);
+      expect(summary.steps).toBe(6);
+      const [weather, clothes] = steps.filter((s) => s.type === 'tool') as [Step, Step];
       expect(JSON.parse(String(weather.input))).toEqual({ city: 'Paris' });
       expect(JSON.parse(String(clothes.input))).toEqual({ temperature_c: 18 });
       expect(weather.output).toEqual({ city: 'Paris', temperature_c: 18, condition: 'sunny' });
-    }
-    expect(weather.error).toBe('');
-    if (facts.toolError) {
-      expect(clothes.error).toMatch(TOOL_ERROR);
-      expect(summary.error).toBe(true);
-    } else {
-      expect(steps.every((s) => s.error === '')).toBe(true);
-      expect(summary.error).toBe(false);
+      expect(weather.error).toBe('');
+      if (facts.toolError) {
+        expect(clothes.error).toMatch(TOOL_ERROR);
+        expect(summary.error).toBe(true);
+      } else {
+        expect(steps.every((s) => s.error === '')).toBe(true);
+        expect(summary.error).toBe(false);
+      }
+      expect(outputText(record.output)).toMatch(facts.toolError ? ANSWER_AFTER_FAILURE : ANSWER_OK);
     }
 
     expect(record.usage).toMatchObject({
@@ -167,13 +182,7 @@ describe.each(names)('fixture %s', (name) => {
       steps.filter((s) => s.type === 'llm').every((s) => s.model === 'gpt-4o-mini-2024-07-18'),
     ).toBe(true);
 
-    if (facts.content === false) {
-      expect(record.input).toBeUndefined();
-      expect(record.output).toBeUndefined();
-    } else {
-      expect(contentText(record.input)).toMatch(QUESTION);
-      expect(outputText(record.output)).toMatch(facts.toolError ? ANSWER_AFTER_FAILURE : ANSWER_OK);
-    }
+    expect(contentText(record.input)).toMatch(QUESTION);
     expect(record.labels).toEqual(facts.labels ?? {});
     expect(summary.labels).toEqual(facts.labels ?? {});
     expect(record.metadata?.sessionId).toBe(facts.session);
@@ -181,76 +190,54 @@ describe.each(names)('fixture %s', (name) => {
   });
 });
 
-/** OTLP/JSON AnyValue → attribute value (enough for the log bodies of the fixtures). */
-function anyValue(v: Record<string, unknown>): unknown {
-  if ('stringValue' in v) return v.stringValue;
-  if ('intValue' in v) return Number(v.intValue);
-  if ('doubleValue' in v) return v.doubleValue;
-  if ('boolValue' in v) return v.boolValue;
-  if ('arrayValue' in v) {
-    const values = (v.arrayValue as { values?: Record<string, unknown>[] }).values ?? [];
-    return values.map(anyValue);
-  }
-  if ('kvlistValue' in v) {
-    const values = (
-      v.kvlistValue as { values?: Array<{ key: string; value: Record<string, unknown> }> }
-    ).values;
-    return Object.fromEntries((values ?? []).map((kv) => [kv.key, anyValue(kv.value ?? {})]));
-  }
-  return undefined;
-}
-
 describe('GenAI events sent as OTLP logs (otel-genai-openai-v2-events)', () => {
   const name = 'otel-genai-openai-v2-events';
-  const logsFile = join(FIXTURES_DIR, `${name}.logs.json`);
 
-  it.runIf(existsSync(logsFile))(
-    'give the model calls their messages once joined to their spans',
-    () => {
-      // What a /v1/logs path would do: attach each event record to its span as a span event.
-      const doc = JSON.parse(readFileSync(logsFile, 'utf8'));
-      const bySpan = new Map<string, Span['events']>();
-      for (const rl of doc.resourceLogs ?? []) {
-        for (const sl of rl.scopeLogs ?? []) {
-          for (const r of sl.logRecords ?? []) {
-            const list = bySpan.get(r.spanId) ?? [];
-            list.push({
-              name: r.eventName,
-              timeUnixNano: r.timeUnixNano ?? r.observedTimeUnixNano ?? '0',
-              attributes: (anyValue(r.body ?? {}) ?? {}) as Attributes,
-            });
-            bySpan.set(r.spanId, list);
-          }
-        }
-      }
-      const spans = fixtureSpans(name).map((s) => ({
-        ...s,
-        events: [...s.events, ...(bySpan.get(s.spanId) ?? [])],
-      }));
-      const { record } = normalizeTrace(spans);
-      const llm = (record.trajectory ?? []).filter((s) => s.type === 'llm');
-      expect(llm[0]?.input).toEqual([
-        { role: 'system', content: 'You are a helpful travel assistant. Use the tools to answer.' },
-        { role: 'user', content: 'What is the weather in Paris and what should I wear?' },
-      ]);
-      expect(llm[0]?.output).toEqual([
-        {
-          role: 'assistant',
-          toolCalls: [
-            { id: 'call_get_weather_1', name: 'get_weather', arguments: '{"city": "Paris"}' },
-          ],
-        },
-      ]);
-      expect(outputText(llm[2]?.output)).toMatch(ANSWER_OK);
-      // The tool spans carry no content; arguments and results come from the model calls around them.
-      const tools = (record.trajectory ?? []).filter((s) => s.type === 'tool');
-      expect(tools.map((s) => [s.name, s.input])).toEqual([
-        ['get_weather', '{"city": "Paris"}'],
-        ['suggest_clothes', '{"temperature_c": 18}'],
-      ]);
-      expect(tools[0]?.output).toEqual({ city: 'Paris', temperature_c: 18, condition: 'sunny' });
-      expect(contentText(record.input)).toMatch(QUESTION);
-      expect(outputText(record.output)).toMatch(ANSWER_OK);
-    },
-  );
+  it('are 15 GenAI events on the three model calls, and nothing else', () => {
+    const body = new Uint8Array(readFileSync(join(FIXTURES_DIR, `${name}.logs.1.pb`)));
+    const decoded = decodeOtlpLogsProtobuf(body, { maxAttributeBytes: 64 * 1024 });
+    expect(decoded).toMatchObject({ rejected: 0, ignored: 0 });
+    expect(decoded.events).toHaveLength(15);
+    const chats = fixtureSpans(name).filter((s) => s.name === 'chat gpt-4o-mini');
+    expect(new Set(decoded.events.map((e) => e.spanId))).toEqual(
+      new Set(chats.map((s) => s.spanId)),
+    );
+  });
+
+  it('give the model calls their messages once joined to their spans', () => {
+    const { record } = normalizeTrace(fixtureSpans(name));
+    const llm = (record.trajectory ?? []).filter((s) => s.type === 'llm');
+    expect(llm[0]?.input).toEqual([
+      { role: 'system', content: 'You are a helpful travel assistant. Use the tools to answer.' },
+      { role: 'user', content: 'What is the weather in Paris and what should I wear?' },
+    ]);
+    expect(llm[0]?.output).toEqual([
+      {
+        role: 'assistant',
+        toolCalls: [
+          { id: 'call_get_weather_1', name: 'get_weather', arguments: '{"city": "Paris"}' },
+        ],
+      },
+    ]);
+    expect(outputText(llm[2]?.output)).toMatch(ANSWER_OK);
+    // The tool spans carry no content; arguments and results come from the model calls around them.
+    const tools = (record.trajectory ?? []).filter((s) => s.type === 'tool');
+    expect(tools.map((s) => [s.name, s.input])).toEqual([
+      ['get_weather', '{"city": "Paris"}'],
+      ['suggest_clothes', '{"temperature_c": 18}'],
+    ]);
+    expect(tools[0]?.output).toEqual({ city: 'Paris', temperature_c: 18, condition: 'sunny' });
+    expect(contentText(record.input)).toMatch(QUESTION);
+    expect(outputText(record.output)).toMatch(ANSWER_OK);
+  });
+
+  it('leave a model call without messages while its log records have not arrived', () => {
+    const spans = fixtureSpans(name).map((s) => ({
+      ...s,
+      events: s.events.filter((e) => !e.name.startsWith('gen_ai.')),
+    }));
+    const { record } = normalizeTrace(spans);
+    expect(record.input).toBeUndefined();
+    expect(record.output).toBeUndefined();
+  });
 });

@@ -1,8 +1,15 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Message, NormalizedTrace, Span, Step } from '../../core/index.js';
-import { decodeOtlpProtobuf } from '../otlp/index.js';
+import {
+  attachDetachedEvents,
+  type Message,
+  type NormalizedTrace,
+  type Span,
+  type Step,
+} from '../../core/index.js';
+import { decodeOtlpLogsProtobuf, decodeOtlpProtobuf } from '../otlp/index.js';
+import type { LogEvent } from '../types.js';
 import { normalizeTrace } from './index.js';
 
 /**
@@ -32,16 +39,34 @@ export function fixtureNames(): string[] {
   return [...names].sort();
 }
 
-/** Spans of every request of a fixture, in request order. */
-export function fixtureSpans(name: string): Span[] {
-  const files = readdirSync(FIXTURES_DIR)
+/** The request bodies `<prefix>.N.pb` of a fixture, in request order. */
+function requestBodies(prefix: string): Uint8Array[] {
+  return readdirSync(FIXTURES_DIR)
     .map((f) => ({ f, m: REQUEST_FILE.exec(f) }))
-    .filter(({ m }) => m?.[1] === name)
-    .sort((a, b) => Number(a.m?.[2]) - Number(b.m?.[2]));
-  return files.flatMap(({ f }) => {
-    const body = new Uint8Array(readFileSync(join(FIXTURES_DIR, f)));
-    return decodeOtlpProtobuf(body, { maxAttributeBytes: MAX_ATTRIBUTE_BYTES }).spans;
-  });
+    .filter(({ m }) => m?.[1] === prefix)
+    .sort((a, b) => Number(a.m?.[2]) - Number(b.m?.[2]))
+    .map(({ f }) => new Uint8Array(readFileSync(join(FIXTURES_DIR, f))));
+}
+
+/** Log events joined to their spans, as the store does when it reads a trace. */
+export function withLogEvents(spans: Span[], events: readonly LogEvent[]): Span[] {
+  return attachDetachedEvents(
+    spans,
+    events.map((e) => ({ spanId: e.spanId, events: [e.event] })),
+  );
+}
+
+/**
+ * Spans of every trace request of a fixture, in request order, with the GenAI events of its log
+ * requests (`<name>.logs.N.pb`) joined to them.
+ */
+export function fixtureSpans(name: string): Span[] {
+  const options = { maxAttributeBytes: MAX_ATTRIBUTE_BYTES };
+  const spans = requestBodies(name).flatMap((b) => decodeOtlpProtobuf(b, options).spans);
+  const events = requestBodies(`${name}.logs`).flatMap(
+    (b) => decodeOtlpLogsProtobuf(b, options).events,
+  );
+  return withLogEvents(spans, events);
 }
 
 /** Normalized traces of a fixture, ordered by their start time. */

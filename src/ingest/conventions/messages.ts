@@ -293,3 +293,15 @@ export function messagesFromParts(role: string, parts: unknown): Message[] {
   if (typeof parts === 'string') return [{ role, content: parts }];
   return build(role, readBlocks(parts), {});
 }
+
+/**
+ * A message with nothing in it: no tool call and no content, or only blank text (a model's empty
+ * reply; an event sent without content capture).
+ */
+export function isEmptyMessage(m: Message): boolean {
+  if (m.toolCalls !== undefined && m.toolCalls.length > 0) return false;
+  const c = m.content;
+  if (c === undefined || c === null) return true;
+  if (typeof c === 'string') return c.trim() === '';
+  return Array.isArray(c) && c.length === 0;
+}

@@ -406,6 +406,84 @@ describe('normalizeTrace: record fields', () => {
   });
 });
 
+describe('normalizeTrace: the model that answered', () => {
+  it('names a model call by its served model, also when only its wrapping span knows it', () => {
+    const { record } = valid([
+      span('agent', { start: 0, end: 100, attrs: { 'gen_ai.operation.name': 'invoke_agent' } }),
+      // A provider span that only names the requested model, inside a framework span that read
+      // the served one from the response: one call, and the served model names it.
+      span('framework', {
+        parent: 'agent',
+        start: 1,
+        end: 50,
+        attrs: chat({ 'gen_ai.response.model': 'gpt-4o-2024-08-06' }),
+      }),
+      span('provider', { parent: 'framework', start: 2, end: 49, attrs: chat() }),
+      span('second', {
+        parent: 'agent',
+        start: 60,
+        end: 90,
+        attrs: chat({ 'gen_ai.response.model': 'gpt-4o-2024-08-06' }),
+      }),
+    ]);
+    const llm = record.trajectory?.filter((s) => s.type === 'llm');
+    expect(llm?.map((s) => [s.name, s.model])).toEqual([
+      ['provider', 'gpt-4o-2024-08-06'],
+      ['second', 'gpt-4o-2024-08-06'],
+    ]);
+    expect(record.metadata?.models).toEqual(['gpt-4o-2024-08-06']);
+  });
+
+  it('keeps the requested model when no span names the served one', () => {
+    const { record } = valid([span('chat', { start: 0, end: 1, attrs: chat() })]);
+    expect(record.trajectory?.[0]?.model).toBe('gpt-4o');
+  });
+});
+
+describe('normalizeTrace: no output from an empty reply', () => {
+  const EMPTY_REPLIES: Array<[string, AttributeValue]> = [
+    ['no parts', json([{ role: 'assistant', parts: [], finish_reason: 'stop' }])],
+    ['blank text', json([{ role: 'assistant', parts: [{ type: 'text', content: ' ' }] }])],
+  ];
+  it.each(EMPTY_REPLIES)(
+    'gives a failed run whose last model reply has %s no output, not the empty message',
+    (_, reply) => {
+      const { record } = valid([
+        span('agent', {
+          start: 0,
+          end: 100,
+          attrs: { 'gen_ai.operation.name': 'invoke_agent' },
+          status: { code: 2, message: 'the model sent an empty message' },
+        }),
+        span('c1', {
+          parent: 'agent',
+          start: 1,
+          end: 10,
+          attrs: chat({
+            'gen_ai.input.messages': json([
+              { role: 'user', parts: [{ type: 'text', content: 'Weather in Paris?' }] },
+            ]),
+            'gen_ai.output.messages': json([
+              {
+                role: 'assistant',
+                parts: [{ type: 'tool_call', id: 'c', name: 'get_weather', arguments: {} }],
+              },
+            ]),
+          }),
+        }),
+        span('c2', {
+          parent: 'agent',
+          start: 20,
+          end: 30,
+          attrs: chat({ 'gen_ai.output.messages': reply }),
+        }),
+      ]);
+      expect(record.input).toBe('Weather in Paris?');
+      expect(record.output).toBeUndefined();
+    },
+  );
+});
+
 describe('normalizeTrace: garbage in, a record out', () => {
   it('handles an empty list, missing fields, cycles, duplicates and bad times', () => {
     expect(valid([]).record.trajectory).toEqual([]);

@@ -1,6 +1,6 @@
 import type { Message, Span, StepType, Usage } from '../../core/index.js';
 import { langGraphNode } from './langchain.js';
-import { readMessages } from './messages.js';
+import { isEmptyMessage, readMessages } from './messages.js';
 import { requestMessages, responseMessages } from './payloads.js';
 import type {
   ConventionReader,
@@ -107,6 +107,8 @@ export interface SpanContent {
   /** Step name (tool name, agent name, rendered name, else span name). */
   name: string;
   model?: string;
+  /** `model` is the model that answered, not only the one asked for. */
+  modelServed?: boolean;
   input?: unknown;
   output?: unknown;
   tool?: ToolCallReading;
@@ -228,13 +230,16 @@ function spanError(span: Span): string {
  * The text view of an agent's (or the Record's) input or output (§10.2): single-key wrappers
  * are unwrapped (`{"question": …}`, `{"messages": […]}`, §0.3 b), and a chat transcript reads as
  * its last user text (input) or final assistant text (output). A transcript without such a text
- * stays a message list; the full transcript is in the trajectory anyway.
+ * stays a message list; the full transcript is in the trajectory anyway. Empty messages (a
+ * model's empty reply) are left out: a transcript of nothing else is no value at all.
  */
 export function textView(value: unknown, side: 'input' | 'output'): unknown {
   const unwrapped = unwrapSingleKey(value);
   if (typeof unwrapped !== 'object' || unwrapped === null) return unwrapped;
-  const messages = readMessages(unwrapped);
-  if (!messages) return unwrapped;
+  const read = readMessages(unwrapped);
+  if (!read) return unwrapped;
+  const messages = read.filter((m) => !isEmptyMessage(m));
+  if (messages.length === 0) return undefined;
   const role = side === 'input' ? 'user' : 'assistant';
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i] as Message;
@@ -329,12 +334,13 @@ function usage(span: Span): Usage | undefined {
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-function model(span: Span): string | undefined {
+/** The served model of any convention before any requested one (§10.3). */
+function model(span: Span): { name: string; served: boolean } | undefined {
   const readings = MODEL.map((r) => safe(() => r.model?.(span)));
-  return (
-    readings.find((m) => m?.response !== undefined)?.response ??
-    readings.find((m) => m?.request !== undefined)?.request
-  );
+  const served = readings.find((m) => m?.response !== undefined)?.response;
+  if (served !== undefined) return { name: served, served: true };
+  const requested = readings.find((m) => m?.request !== undefined)?.request;
+  return requested === undefined ? undefined : { name: requested, served: false };
 }
 
 const LABEL_MARK = 'touchstone.label.';
@@ -369,7 +375,13 @@ function readContent(span: Span, type: StepType): SpanContent {
       : first(RENDERED_NAME, (r) => safe(() => r.stepName?.(span, type)));
   if (named) content.name = named;
 
-  if (type === 'llm' || type === 'embedding') content.model = model(span);
+  if (type === 'llm' || type === 'embedding') {
+    const m = model(span);
+    if (m !== undefined) {
+      content.model = m.name;
+      content.modelServed = m.served;
+    }
+  }
 
   if (type === 'llm') {
     const m = messages(span);

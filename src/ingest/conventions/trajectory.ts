@@ -31,6 +31,8 @@ export interface StepDraft {
   type: StepType;
   name: string;
   model?: string;
+  /** `model` is the model that answered, not only the one asked for. */
+  modelServed?: boolean;
   input?: unknown;
   output?: unknown;
   usage?: Usage;
@@ -128,7 +130,10 @@ function compareBig(a: bigint, b: bigint): number {
 function draft(node: SpanNode, type: StepType): StepDraft {
   const c = node.reading.content();
   const d: StepDraft = { node, type, name: c.name, error: c.error };
-  if (c.model) d.model = c.model;
+  if (c.model) {
+    d.model = c.model;
+    d.modelServed = c.modelServed === true;
+  }
   if (c.usage) d.usage = { ...c.usage };
   if (type === 'tool') {
     const t = c.tool ?? {};
@@ -219,7 +224,11 @@ function collapseModelCalls(steps: Map<SpanNode, StepDraft>): void {
     const keep = inner[0] as StepDraft;
     keep.input ??= outer.input;
     keep.output ??= outer.output;
-    keep.model ??= outer.model;
+    // The model that answered wins over the one asked for, whichever span knows it.
+    if (keep.model === undefined || (!keep.modelServed && outer.modelServed)) {
+      keep.model = outer.model;
+      keep.modelServed = outer.modelServed;
+    }
     if (outer.usage) keep.usage = { ...outer.usage, ...keep.usage };
     if (!keep.error) keep.error = outer.error;
   }

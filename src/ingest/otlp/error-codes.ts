@@ -4,6 +4,6 @@ import { defineErrors } from '../../core/index.js';
 export const OtlpErrors = defineErrors({
   OTLP_DECODE_FAILED: {
     kind: 'invalid_argument',
-    doc: 'The OTLP request body is not a decodable ExportTraceServiceRequest (truncated or corrupt protobuf, malformed OTLP/JSON, or values nested too deeply); the message names the byte offset or field path. Fix the exporter; retrying the same body cannot help.',
+    doc: 'The OTLP request body is not a decodable ExportTraceServiceRequest or ExportLogsServiceRequest (truncated or corrupt protobuf, malformed OTLP/JSON, or values nested too deeply); the message names the byte offset or field path. Fix the exporter; retrying the same body cannot help.',
   },
 });

@@ -30,12 +30,12 @@ import { capString, normaliseLimit } from './truncate.js';
 type JsonObject = { [key: string]: unknown };
 
 /** A shape problem; `path` is collected innermost first while the error unwinds. */
-class ShapeError {
+export class ShapeError {
   readonly path: string[] = [];
   constructor(readonly problem: string) {}
 }
 
-function within(err: unknown, field: string, index: number): unknown {
+export function within(err: unknown, field: string, index: number): unknown {
   if (err instanceof ShapeError) err.path.push(`${field}[${index}]`);
   return err;
 }
@@ -60,10 +60,22 @@ const STATUS_CODE_NAMES: Record<string, StatusCode> = {
  * one (`rejected`, `rejectReasons`); a body that is not OTLP/JSON throws OTLP_DECODE_FAILED.
  */
 export function decodeOtlpJson(text: string, options: DecodeOptions): DecodedSpans {
-  let root: unknown;
+  const root = parseOtlpJson(text);
+  const decoder = new JsonDecoder(normaliseLimit(options.maxAttributeBytes));
+  walkOtlpJson(() => decoder.request(root), 'ExportTraceServiceRequest');
+  return {
+    spans: decoder.spans,
+    rejected: decoder.rejections.count,
+    rejectReasons: decoder.rejections.reasons,
+    ...(decoder.rejections.count > 0 ? { rejectedSpans: decoder.rejections.spans } : {}),
+  };
+}
+
+/** Parses an OTLP/JSON body; OTLP_DECODE_FAILED naming only a position when it is not JSON. */
+export function parseOtlpJson(text: string): unknown {
   try {
     // A byte order mark is not JSON, but some clients send one.
-    root = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (err) {
     // V8's message may quote the body: keep only the position.
     const message = err instanceof Error ? err.message : '';
@@ -76,53 +88,50 @@ export function decodeOtlpJson(text: string, options: DecodeOptions): DecodedSpa
         : `OTLP/JSON body is not valid JSON (at position ${position})`,
     );
   }
-  const decoder = new JsonDecoder(normaliseLimit(options.maxAttributeBytes));
+}
+
+/** Runs a decoder's walk of a parsed body; a shape problem becomes OTLP_DECODE_FAILED with its path. */
+export function walkOtlpJson(walk: () => void, message: string): void {
   try {
-    decoder.request(root);
+    walk();
   } catch (err) {
     if (err instanceof ShapeError) {
       const path = err.path.reverse().join('.');
       throw OtlpErrors.OTLP_DECODE_FAILED(
-        `OTLP/JSON body is not an ExportTraceServiceRequest: ${path === '' ? '' : `${path}: `}${err.problem}`,
+        `OTLP/JSON body is not an ${message}: ${path === '' ? '' : `${path}: `}${err.problem}`,
         { details: [{ path, message: err.problem }] },
       );
     }
     throw err;
   }
-  return {
-    spans: decoder.spans,
-    rejected: decoder.rejections.count,
-    rejectReasons: decoder.rejections.reasons,
-    ...(decoder.rejections.count > 0 ? { rejectedSpans: decoder.rejections.spans } : {}),
-  };
 }
 
-function isObject(v: unknown): v is JsonObject {
+export function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function nullToAbsent(v: unknown): unknown {
+export function nullToAbsent(v: unknown): unknown {
   return v === null ? undefined : v;
 }
 
-function objectOrAbsent(v: unknown, what: string): JsonObject | undefined {
+export function objectOrAbsent(v: unknown, what: string): JsonObject | undefined {
   if (v === undefined || isObject(v)) return v;
   throw new ShapeError(`${what} must be an object`);
 }
 
-function arrayOrAbsent(v: unknown, what: string): unknown[] {
+export function arrayOrAbsent(v: unknown, what: string): unknown[] {
   if (v === undefined) return [];
   if (Array.isArray(v)) return v;
   throw new ShapeError(`${what} must be an array`);
 }
 
-function stringOrAbsent(v: unknown, what: string): string {
+export function stringOrAbsent(v: unknown, what: string): string {
   if (v === undefined) return '';
   if (typeof v === 'string') return v;
   throw new ShapeError(`${what} must be a string`);
 }
 
-function time(v: unknown, what: string): string {
+export function time(v: unknown, what: string): string {
   if (v === undefined) return '0';
   const t = jsonUint64Decimal(v);
   if (t === undefined) throw new ShapeError(`${what} must be an unsigned 64-bit integer`);
@@ -148,7 +157,7 @@ const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
  * An id from OTLP/JSON as lowercase hex: '' when absent or empty, undefined when it is neither
  * `2 * bytes` hex digits nor base64 of exactly `bytes` bytes.
  */
-function jsonId(v: unknown, bytes: number): string | undefined {
+export function jsonId(v: unknown, bytes: number): string | undefined {
   if (v === undefined || v === '') return '';
   if (typeof v !== 'string') return undefined;
   if (v.length === bytes * 2) return HEX_DIGITS.test(v) ? v.toLowerCase() : undefined;
@@ -161,12 +170,12 @@ function jsonId(v: unknown, bytes: number): string | undefined {
   return undefined;
 }
 
-function isZeroHex(hex: string): boolean {
+export function isZeroHex(hex: string): boolean {
   for (let i = 0; i < hex.length; i++) if (hex.charCodeAt(i) !== 48) return false;
   return true;
 }
 
-class JsonDecoder {
+export class JsonDecoder {
   readonly spans: Span[] = [];
   readonly rejections = new Rejections();
 
@@ -455,7 +464,7 @@ class JsonDecoder {
   }
 
   /** A KeyValue array set on `into`; `what` names the field for errors. */
-  private attributes(v: unknown, into: Attributes, what: string): void {
+  protected attributes(v: unknown, into: Attributes, what: string): void {
     const list = arrayOrAbsent(nullToAbsent(v), what);
     for (let i = 0; i < list.length; i++) {
       try {
@@ -477,7 +486,7 @@ class JsonDecoder {
   }
 
   /** An AnyValue object; undefined when it holds no value. The first value field present wins. */
-  private anyValue(v: JsonObject, depth: number): AttributeValue | undefined {
+  protected anyValue(v: JsonObject, depth: number): AttributeValue | undefined {
     if (depth >= MAX_VALUE_DEPTH) throw new ShapeError('attribute values nested too deeply');
     for (const k in v) {
       const x = v[k];

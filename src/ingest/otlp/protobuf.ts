@@ -29,7 +29,7 @@ import { capString, normaliseLimit, truncationMarker, utf8Prefix } from './trunc
 
 const KIND_COUNT = 6;
 
-class DecodeFailure {
+export class DecodeFailure {
   constructor(
     readonly reason: string,
     readonly offset: number,
@@ -87,13 +87,13 @@ export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): De
   };
 }
 
-class ProtobufDecoder {
+export class ProtobufDecoder {
   readonly spans: Span[] = [];
   readonly rejections = new Rejections();
-  private readonly reader: BinaryReader;
+  protected readonly reader: BinaryReader;
   /** The same memory as the body, for native UTF-8 and hex slicing. */
   private readonly text: Buffer;
-  private readonly len: number;
+  protected readonly len: number;
   // The last trace id decoded: spans of one trace usually arrive together.
   private readonly lastTraceId = new Uint8Array(16);
   private lastTraceHex = '';
@@ -102,7 +102,7 @@ class ProtobufDecoder {
   private hi = 0;
 
   constructor(
-    private readonly buf: Uint8Array,
+    protected readonly buf: Uint8Array,
     private readonly maxBytes: number,
   ) {
     this.reader = new BinaryReader(buf);
@@ -110,14 +110,14 @@ class ProtobufDecoder {
     this.len = buf.length;
   }
 
-  private fail(reason: string, offset = this.reader.pos): DecodeFailure {
+  protected fail(reason: string, offset = this.reader.pos): DecodeFailure {
     return new DecodeFailure(reason, Math.min(offset, this.len));
   }
 
   // ---- wire primitives ---------------------------------------------------------------------
 
   /** A varint that fits 32 bits (tags, lengths, enums, counts). */
-  private uint32(): number {
+  protected uint32(): number {
     const r = this.reader;
     const b = this.buf[r.pos];
     if (b !== undefined && b < 0x80) {
@@ -133,7 +133,7 @@ class ProtobufDecoder {
   }
 
   /** A field tag; returns `fieldNo << 3 | wireType` after checking both. */
-  private tag(): number {
+  protected tag(): number {
     const start = this.reader.pos;
     const tag = this.uint32();
     if (tag >>> 3 === 0) throw this.fail('field number 0', start);
@@ -142,7 +142,7 @@ class ProtobufDecoder {
   }
 
   /** Reads a length prefix and returns where the delimited bytes end. */
-  private delimited(): number {
+  protected delimited(): number {
     const start = this.reader.pos;
     const n = this.uint32();
     if (n > this.len - this.reader.pos) throw this.fail('length beyond the end of the body', start);
@@ -150,15 +150,15 @@ class ProtobufDecoder {
   }
 
   /** Checks that a nested message ended exactly at its boundary. */
-  private close(end: number): void {
+  protected close(end: number): void {
     if (this.reader.pos !== end) throw this.fail('a field runs past the end of its message', end);
   }
 
-  private wrongType(start: number): DecodeFailure {
+  protected wrongType(start: number): DecodeFailure {
     return this.fail('wrong wire type for a known field', start);
   }
 
-  private skip(tag: number, start: number): void {
+  protected skip(tag: number, start: number): void {
     try {
       this.reader.skip(tag & 7, tag >>> 3);
     } catch {
@@ -215,7 +215,7 @@ class ProtobufDecoder {
   }
 
   /** A fixed64 as an exact decimal string. */
-  private fixed64Decimal(): string {
+  protected fixed64Decimal(): string {
     const p = this.reader.pos;
     if (p + 8 > this.len) throw this.fail('truncated fixed64', p);
     this.reader.pos = p + 8;
@@ -228,7 +228,7 @@ class ProtobufDecoder {
     return this.reader.double();
   }
 
-  private skipFixed32(): void {
+  protected skipFixed32(): void {
     const p = this.reader.pos;
     if (p + 4 > this.len) throw this.fail('truncated fixed32', p);
     this.reader.pos = p + 4;
@@ -257,7 +257,7 @@ class ProtobufDecoder {
   }
 
   /** A length-delimited string field. */
-  private stringField(): string {
+  protected stringField(): string {
     const end = this.delimited();
     const start = this.reader.pos;
     this.reader.pos = end;
@@ -296,7 +296,7 @@ class ProtobufDecoder {
   }
 
   /** Lowercase hex of `n` bytes at `start`. */
-  private hex(start: number, n: number): string {
+  protected hex(start: number, n: number): string {
     return hexSlice.call(this.text, start, start + n);
   }
 
@@ -347,7 +347,7 @@ class ProtobufDecoder {
   }
 
   /** Resource: 1 attributes. */
-  private resource(end: number, into: Attributes): void {
+  protected resource(end: number, into: Attributes): void {
     const r = this.reader;
     while (r.pos < end) {
       const start = r.pos;
@@ -386,7 +386,7 @@ class ProtobufDecoder {
   }
 
   /** InstrumentationScope: 1 name, 2 version (attributes are not part of the Span model). */
-  private scope(end: number, into: InstrumentationScope): void {
+  protected scope(end: number, into: InstrumentationScope): void {
     const r = this.reader;
     while (r.pos < end) {
       const start = r.pos;
@@ -657,7 +657,7 @@ class ProtobufDecoder {
   }
 
   /** A length-delimited KeyValue (1 key, 2 value) set on `into`; an empty value sets nothing. */
-  private keyValueField(into: Attributes, depth: number): void {
+  protected keyValueField(into: Attributes, depth: number): void {
     const end = this.delimited();
     const r = this.reader;
     let key = '';
@@ -681,7 +681,7 @@ class ProtobufDecoder {
    * AnyValue: 1 string, 2 bool, 3 int, 4 double, 5 array, 6 kvlist, 7 bytes (8, a string-table
    * index used by profiles, is skipped). The last one on the wire wins; none → undefined.
    */
-  private anyValue(end: number, depth: number): AttributeValue | undefined {
+  protected anyValue(end: number, depth: number): AttributeValue | undefined {
     if (depth >= MAX_VALUE_DEPTH) throw this.fail('attribute values nested too deeply');
     const r = this.reader;
     let value: AttributeValue | undefined;
@@ -763,7 +763,7 @@ class ProtobufDecoder {
   }
 }
 
-function isZero(buf: Uint8Array, at: number, n: number): boolean {
+export function isZero(buf: Uint8Array, at: number, n: number): boolean {
   for (let i = 0; i < n; i++) if (buf[at + i] !== 0) return false;
   return true;
 }
