@@ -37,7 +37,7 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     call: { method: 'GET', url: '/v1alpha1/evaluators' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
-  { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: [...ROLES] },
+  { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: ['admin', 'owner'] },
   {
     name: 'apply policy',
     call: { method: 'POST', url: '/v1alpha1/policies', body: policy('applied') },
@@ -301,6 +301,16 @@ describe('API keys and roles (auth section present)', () => {
     const own = await send({ method: 'GET', url: '/v1alpha1/keys?project=p1' }, secrets.admin);
     expect(own.statusCode).toBe(200);
     expect(own.json().keys.map((k: { project: string }) => k.project)).not.toContain('p2');
+  });
+
+  it('/metrics names the permission it needs; an admin key of any project reads it', async () => {
+    const viewer = await send({ method: 'GET', url: '/metrics' }, secrets.viewer);
+    expect(viewer.statusCode).toBe(403);
+    expect(viewer.json().error.message).toContain('metrics.read');
+    const scraper = await t.app.keys.create(OPEN_PRINCIPAL, { project: 'ops', roles: ['admin'] });
+    const res = await send({ method: 'GET', url: '/metrics' }, scraper.secret);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('touchstone_http_requests_total');
   });
 
   it('refuses to create a key that has already expired', async () => {
