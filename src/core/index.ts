@@ -1,7 +1,7 @@
 /**
  * @module core
  * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
- * ids and the clock. No I/O; imports nothing internal.
+ * ids, the clock and the one YAML reader. No I/O; imports nothing internal.
  */
 export * from './background.js';
 export * from './clock.js';
@@ -14,3 +14,4 @@ export * from './resource.js';
 export * from './roles.js';
 export * from './span.js';
 export * from './trace.js';
+export * from './yaml.js';
