@@ -177,13 +177,16 @@ export class SourceService {
       async () => {
         const source = await this.find(caller, 'sources.write', project, name);
         const now = this.deps.clock.now();
+        const { maxTraceDuration } = parseSource(source.resource).spec;
         await this.deps.store.withTransaction(async (tx) => {
           const state = await tx.sources.getState(source.project, name);
           const base = state ?? initialState(source.project, name, now, 0, 0);
           await tx.sources.saveState({
             ...base,
             watermark: Math.min(base.watermark, sinceMs),
-            backfillUntil: now,
+            // The horizon a complete pull's watermark reaches (it trails the pull's start by
+            // maxTraceDuration), as for a new source: history re-read once is `tailing` again.
+            backfillUntil: now - maxTraceDuration,
             phase: 'backfilling',
             nextPullAt: now,
           });
