@@ -386,6 +386,7 @@ async function assemble(
     connector,
     observer: metrics,
     logger,
+    redactText: (text) => redactor.redactText(text),
   });
   const sources = createSourceService(config, {
     store,
