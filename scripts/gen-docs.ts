@@ -65,8 +65,11 @@ export function rolesDoc(): string {
     '  evaluations (they store nothing).',
     '- `admin` and `owner` hold the same permissions, except that only an owner may create or revoke a',
     '  key with the owner role.',
-    '- `GET /healthz` and `GET /readyz` need no credential; every other route (including `/metrics`)',
-    '  needs a valid key when auth is on.',
+    '- `GET /healthz` and `GET /readyz` need no credential; every other route needs a valid key when',
+    '  auth is on.',
+    "- `GET /metrics` needs `metrics.read` (admin and owner): its series name every project's",
+    '  sources, policies and webhooks. Give Prometheus an admin key of any project as a bearer token',
+    '  (`authorization.credentials` in its scrape config). Without auth (loopback) it is open.',
     '',
   ].join('\n');
 }

@@ -376,6 +376,7 @@ async function assemble(
     overrides: (source) => compileOverrides(source, source.project ?? 'default'),
     observer: metrics,
     logger,
+    redactText: (text) => redactor.redactText(text),
     options: { maxRecordsPerSecond: config.sources.max_records_per_second },
   });
   const writeBacks = new WriteBackWriter({
@@ -385,6 +386,7 @@ async function assemble(
     connector,
     observer: metrics,
     logger,
+    redactText: (text) => redactor.redactText(text),
   });
   const sources = createSourceService(config, {
     store,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
-import { OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
+import { hashSecret, OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
 
 type Call = { method: 'GET' | 'POST' | 'DELETE'; url: string; body?: unknown };
 
@@ -37,7 +37,7 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     call: { method: 'GET', url: '/v1alpha1/evaluators' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
-  { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: [...ROLES] },
+  { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: ['admin', 'owner'] },
   {
     name: 'apply policy',
     call: { method: 'POST', url: '/v1alpha1/policies', body: policy('applied') },
@@ -288,6 +288,56 @@ describe('API keys and roles (auth section present)', () => {
     expect(res.statusCode).toBe(403);
   });
 
+  it('a key lists the keys of its own project only: naming another project is 403', async () => {
+    await t.app.keys.create(OPEN_PRINCIPAL, {
+      project: 'p2',
+      roles: ['viewer'],
+      name: 'elsewhere',
+    });
+    const other = await send({ method: 'GET', url: '/v1alpha1/keys?project=p2' }, secrets.admin);
+    expect(other.statusCode).toBe(403);
+    expect(other.json().error.code).toBe('PERMISSION_DENIED');
+    expect(other.body).not.toContain('elsewhere');
+    const own = await send({ method: 'GET', url: '/v1alpha1/keys?project=p1' }, secrets.admin);
+    expect(own.statusCode).toBe(200);
+    expect(own.json().keys.map((k: { project: string }) => k.project)).not.toContain('p2');
+  });
+
+  it('/metrics names the permission it needs; an admin key of any project reads it', async () => {
+    const viewer = await send({ method: 'GET', url: '/metrics' }, secrets.viewer);
+    expect(viewer.statusCode).toBe(403);
+    expect(viewer.json().error.message).toContain('metrics.read');
+    const scraper = await t.app.keys.create(OPEN_PRINCIPAL, { project: 'ops', roles: ['admin'] });
+    const res = await send({ method: 'GET', url: '/metrics' }, scraper.secret);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('touchstone_http_requests_total');
+  });
+
+  it('refuses to create a key that has already expired', async () => {
+    const res = await send(
+      {
+        method: 'POST',
+        url: '/v1alpha1/keys',
+        body: { project: 'p1', roles: ['viewer'], expiresAt: '2001-01-01T00:00:00Z' },
+      },
+      secrets.admin,
+    );
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.details).toEqual([
+      { path: 'expiresAt', message: 'must be a time after now' },
+    ]);
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    const ok = await send(
+      {
+        method: 'POST',
+        url: '/v1alpha1/keys',
+        body: { project: 'p1', roles: ['viewer'], expiresAt: future },
+      },
+      secrets.admin,
+    );
+    expect(ok.statusCode).toBe(200);
+  });
+
   it('an admin cannot mint or revoke owner keys', async () => {
     const res = await send(
       { method: 'POST', url: '/v1alpha1/keys', body: { project: 'p1', roles: ['owner'] } },
@@ -362,15 +412,25 @@ describe('revocation and expiry', () => {
     expect(after.statusCode).toBe(401);
     expect(after.json().error.message).toMatch(/revoked/);
 
-    const expired = await t.app.keys.create(OPEN_PRINCIPAL, {
+    // Keys cannot be created expired, so this one is written to the store as it would be found
+    // after its expiry passed.
+    const expired = 'tsk_expired-key-for-this-test';
+    await t.app.store.keys.create({
+      id: 'key_expired',
       project: 'p1',
+      name: '',
       roles: ['viewer'],
-      expiresAt: '2001-01-01T00:00:00Z',
+      labels: {},
+      prefix: expired.slice(0, 8),
+      createdAt: '2000-01-01T00:00:00.000Z',
+      expiresAt: '2001-01-01T00:00:00.000Z',
+      secretHash: hashSecret(expired),
     });
     const res = await t.app.server.inject({
       url: '/v1alpha1/evaluators',
-      headers: { authorization: `Bearer ${expired.secret}` },
+      headers: { authorization: `Bearer ${expired}` },
     });
     expect(res.statusCode).toBe(401);
+    expect(res.json().error.message).toMatch(/expired/);
   });
 });

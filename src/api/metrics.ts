@@ -87,6 +87,11 @@ export class Metrics
     'Write-backs to a source store by outcome: created, updated, unchanged (skipped) or failed (retried).',
     ['project', 'source', 'outcome'],
   );
+  private readonly sourceDeadLetters = this.counter(
+    'touchstone_source_write_back_dead_letters_total',
+    'Write-backs a source store refused for good (401, 403, the trace gone, a refused value): not retried, kept in the source status.',
+    ['project', 'source'],
+  );
   private readonly onlineFreshness = new Histogram({
     name: 'touchstone_online_freshness_seconds',
     help: 'Time from a trace version being complete to its online results being stored.',
@@ -213,6 +218,10 @@ export class Metrics
     outcome: 'created' | 'updated' | 'unchanged' | 'failed',
   ): void {
     this.sourceScoresWritten.inc({ project, source, outcome });
+  }
+
+  onDeadLettered(project: string, source: string): void {
+    this.sourceDeadLetters.inc({ project, source });
   }
 
   onSelected(project: string, policy: string): void {

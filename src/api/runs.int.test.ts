@@ -202,6 +202,33 @@ for (const variant of storeVariants()) {
       ]);
     });
 
+    it('refuses a spec sent as YAML text that holds an alias bomb, or is over 16 KiB (400, at once)', async () => {
+      const text = (yaml: string) =>
+        t.app.server.inject({
+          method: 'POST',
+          url: '/v1alpha1/runs',
+          payload: JSON.stringify(yaml),
+          headers: { authorization: `Bearer ${editor}`, 'content-type': 'application/json' },
+        });
+      const lines = ['name: bomb', 'l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
+      for (let i = 1; i <= 10; i++) lines.push(`l${i}: &l${i} [${Array(9).fill(`*l${i - 1}`)}]`);
+      const started = performance.now();
+      const bomb = await text(lines.join('\n'));
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect(bomb.statusCode).toBe(400);
+      expect(bomb.json().error).toMatchObject({
+        code: 'RUN_SPEC_INVALID',
+        details: [
+          { path: '(root)', message: 'not YAML or JSON: an alias expands to more than 100 nodes' },
+        ],
+      });
+      const large = await text(`name: big\nnote: "${'x'.repeat(16 * 1024)}"\n`);
+      expect(large.statusCode).toBe(400);
+      expect(large.json().error.details[0].message).toBe(
+        'not YAML or JSON: longer than 16384 bytes',
+      );
+    });
+
     it('cancels, refuses to delete unfinished runs, deletes finished ones', async () => {
       const created = (await call('POST', '/v1alpha1/runs', plain('doomed'))).json();
       const refused = await call('DELETE', `/v1alpha1/runs/${created.id}`, undefined, admin);

@@ -196,7 +196,10 @@ describe('trace completion, durability and the traces API', () => {
   });
 
   it('reports ingest metrics', async () => {
-    const text = (await get('/metrics')).body;
+    // /metrics needs metrics.read (admin and up).
+    const admin = (await app.keys.create(OPEN_PRINCIPAL, { project: 'shop', roles: ['admin'] }))
+      .secret;
+    const text = (await get('/metrics', admin)).body;
     expect(text).toMatch(/touchstone_spans_received_total \d+/);
     expect(text).toMatch(/touchstone_spans_stored_total [1-9]/);
     expect(text).toMatch(/touchstone_traces_completed_total [1-9]/);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { type Clock, newId, newSecret } from '../core/index.js';
+import { type Clock, CoreErrors, newId, newSecret } from '../core/index.js';
 import type { ApiKeyRecord, ApiKeyStore } from '../store/index.js';
 import { AuthErrors } from './error-codes.js';
 import { authorize, keyPrincipal, type Principal } from './principal.js';
@@ -67,6 +67,12 @@ export class KeyService {
     if (request.roles.includes('owner') && !caller.roles.includes('owner')) {
       throw AuthErrors.KEY_ROLE_NOT_ALLOWED('only an owner may create a key with the owner role');
     }
+    // A key that could never authenticate is a mistake (a typo in the year), not a request.
+    if (request.expiresAt !== undefined && Date.parse(request.expiresAt) <= this.deps.clock.now()) {
+      throw CoreErrors.INVALID_ARGUMENT('expiresAt is not in the future', {
+        details: [{ path: 'expiresAt', message: 'must be a time after now' }],
+      });
+    }
     const secret = newSecret(SECRET_PREFIX);
     const record: ApiKeyRecord = {
       id: newId('key'),
@@ -90,9 +96,10 @@ export class KeyService {
     project: string | undefined,
     page: { pageSize: number; pageToken?: string },
   ): Promise<{ items: ApiKey[]; nextPageToken?: string }> {
-    const scope = caller.project ?? project;
-    authorize(caller, 'keys.read', scope);
-    return this.deps.keys.list(scope, page);
+    // A key lists its own project (naming another is refused); the open principal lists the one
+    // named, or every project.
+    const scope = authorize(caller, 'keys.read', project);
+    return this.deps.keys.list(caller.project === undefined ? project : scope, page);
   }
 
   async revoke(caller: Principal, id: string): Promise<ApiKey> {

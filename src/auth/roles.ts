@@ -23,6 +23,7 @@ export const PERMISSIONS = [
   'webhooks.write',
   'keys.read',
   'keys.write',
+  'metrics.read',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -49,6 +50,8 @@ const ADMIN: Permission[] = [
   'webhooks.write',
   'keys.read',
   'keys.write',
+  // Server-wide series (every project's sources, policies, webhooks): an operator's view.
+  'metrics.read',
 ];
 
 export const ROLE_PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> = {

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import YAML, { type YAMLError } from 'yaml';
-import { isTouchstoneError } from '../core/index.js';
+import { describeYamlProblem, isTouchstoneError, parseYaml } from '../core/index.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
 export interface CliIO {
@@ -55,32 +54,23 @@ export function readText(file: string, stdin: () => string): string {
 }
 
 /**
- * The values of YAML (or JSON) text's documents, empty ones skipped; `invalid` reports the first
- * syntax error with the index of its document.
+ * The values of YAML (or JSON) text's documents, empty ones skipped; a text that cannot be read
+ * (syntax, duplicate keys, alias bombs) is a usage error naming `file` and the place.
  */
-export function yamlDocuments(
-  text: string,
-  invalid: (error: YAMLError, index: number) => never,
-): unknown[] {
-  const docs = YAML.parseAllDocuments(text);
-  const out: unknown[] = [];
-  for (const [i, doc] of (Array.isArray(docs) ? docs : [docs]).entries()) {
-    const error = doc.errors[0];
-    if (error !== undefined) invalid(error, i);
-    const value: unknown = doc.toJS();
-    if (value !== null && value !== undefined) out.push(value);
+export function yamlDocuments(text: string, file: string): unknown[] {
+  const result = parseYaml(text);
+  if (!result.ok) {
+    throw new CliExit(
+      EXIT.USAGE,
+      `${file} is not YAML or JSON: ${describeYamlProblem(result.problem)}`,
+    );
   }
-  return out;
+  return result.documents;
 }
 
 /** The documents of a YAML or JSON resource file (`-` for stdin); empty documents are skipped. */
 export function readResources(file: string, stdin: () => string): unknown[] {
-  const out = yamlDocuments(readText(file, stdin), (error, i) => {
-    throw new CliExit(
-      EXIT.USAGE,
-      `${file} (document ${i + 1}) is not YAML or JSON: ${error.message}`,
-    );
-  });
+  const out = yamlDocuments(readText(file, stdin), file);
   if (out.length === 0) throw new CliExit(EXIT.USAGE, `${file} holds no resource`);
   return out;
 }

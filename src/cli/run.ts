@@ -89,13 +89,7 @@ export class ProgressDisplay {
 
 /** The spec file as a value; YAML syntax errors are usage errors naming line and column. */
 export function readSpec(file: string, stdin: () => string): unknown {
-  const values = yamlDocuments(readText(file, stdin), (error) => {
-    const pos = error.linePos?.[0];
-    throw new CliExit(
-      EXIT.USAGE,
-      `${file} is not YAML or JSON${pos === undefined ? '' : ` (line ${pos.line}, column ${pos.col})`}: ${error.code}`,
-    );
-  });
+  const values = yamlDocuments(readText(file, stdin), file);
   if (values.length !== 1) {
     throw new CliExit(
       EXIT.USAGE,

@@ -125,6 +125,16 @@ describe('config loading', () => {
     expect(err.details[0]?.path).toMatch(/^line \d+/);
   });
 
+  it('refuses an alias bomb in the config file with a clear error (not a crash)', () => {
+    const lines = ['l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
+    for (let i = 1; i <= 10; i++) lines.push(`l${i}: &l${i} [${Array(9).fill(`*l${i - 1}`)}]`);
+    const err = errorOf(() => loadConfig({ file: yamlFile(lines.join('\n')) }));
+    expect(err.code).toBe('INVALID_ARGUMENT');
+    expect(err.message).toMatch(/is not valid YAML: an alias expands to more than 100 nodes$/);
+    const dup = errorOf(() => loadConfig({ file: yamlFile('listen: a:1\nlisten: b:2\n') }));
+    expect(dup.details).toEqual([{ path: 'line 2', message: 'duplicate key' }]);
+  });
+
   it('knows loopback addresses', () => {
     expect(isLoopbackListen('127.0.0.1:1')).toBe(true);
     expect(isLoopbackListen('localhost:1')).toBe(true);

@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
-import YAML from 'yaml';
-import { CoreErrors, type ErrorDetail, issuesToDetails } from '../core/index.js';
+import {
+  CoreErrors,
+  describeYamlProblem,
+  type ErrorDetail,
+  issuesToDetails,
+  parseYaml,
+} from '../core/index.js';
 import { DEFAULTS } from './defaults.js';
 import { isLoopbackListen } from './listen.js';
 import { type Config, ConfigSchema } from './schema.js';
@@ -59,13 +64,9 @@ export function envLayer(env: Record<string, string | undefined>): Tree {
   for (const [name, raw] of Object.entries(env)) {
     if (!name.startsWith(ENV_PREFIX) || raw === undefined || NON_CONFIG_ENV.has(name)) continue;
     const path = name.slice(ENV_PREFIX.length).toLowerCase().split('__');
-    let value: unknown = raw;
-    try {
-      value = YAML.parse(raw);
-    } catch {
-      // Not YAML: keep the text.
-    }
-    if (value === null) value = raw;
+    // One YAML scalar or collection; anything else (not YAML, empty, null) is kept as text.
+    const parsed = parseYaml(raw);
+    const value: unknown = parsed.ok && parsed.documents.length === 1 ? parsed.documents[0] : raw;
     let leaf: unknown = value;
     for (let i = path.length - 1; i >= 0; i--) leaf = { [path[i] as string]: leaf };
     tree = merge(tree, leaf as Tree);
@@ -106,16 +107,25 @@ function fileLayer(file: string): Tree {
   } catch (err) {
     throw CoreErrors.INVALID_ARGUMENT(`cannot read config file ${file}: ${(err as Error).message}`);
   }
-  const doc = YAML.parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw CoreErrors.INVALID_ARGUMENT(`config file ${file} is not valid YAML`, {
-      details: doc.errors.map((e) => ({
-        path: `line ${e.linePos?.[0]?.line ?? '?'}`,
-        message: e.message.split('\n')[0] ?? e.message,
-      })),
-    });
+  const parsed = parseYaml(text);
+  if (!parsed.ok) {
+    const { problem } = parsed;
+    throw CoreErrors.INVALID_ARGUMENT(
+      `config file ${file} is not valid YAML: ${describeYamlProblem(problem)}`,
+      {
+        details: [
+          {
+            path: problem.line === undefined ? '(file)' : `line ${problem.line}`,
+            message: problem.message,
+          },
+        ],
+      },
+    );
   }
-  const value: unknown = doc.toJS();
+  if (parsed.documents.length > 1) {
+    throw CoreErrors.INVALID_ARGUMENT(`config file ${file} must hold one YAML document`);
+  }
+  const value: unknown = parsed.documents[0];
   if (value === null || value === undefined) return {};
   if (!isTree(value)) throw CoreErrors.INVALID_ARGUMENT(`config file ${file} must hold a mapping`);
   return value;

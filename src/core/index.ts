@@ -1,9 +1,10 @@
 /**
  * @module core
  * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
- * ids and the clock. No I/O; imports nothing internal.
+ * ids, the clock, retry backoff and the one YAML reader. No I/O; imports nothing internal.
  */
 export * from './background.js';
+export * from './backoff.js';
 export * from './clock.js';
 export * from './content.js';
 export * from './errors.js';
@@ -14,3 +15,4 @@ export * from './resource.js';
 export * from './roles.js';
 export * from './span.js';
 export * from './trace.js';
+export * from './yaml.js';

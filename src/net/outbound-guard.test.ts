@@ -71,7 +71,15 @@ describe('addressRefusal', () => {
     ['::ffff:127.0.0.1', 'loopback'],
     ['::ffff:169.254.169.254', 'linkLocal'],
     ['64:ff9b::7f00:1', 'rfc6052'],
+    ['64:ff9b::808:808', 'rfc6052'],
     ['2002:7f00:1::', '6to4'],
+    ['2002:a00:1::1', '6to4'],
+    ['::127.0.0.1', 'ipv4Compatible'],
+    ['::7f00:1', 'ipv4Compatible'],
+    ['::a9fe:a9fe', 'ipv4Compatible'],
+    ['::808:808', 'ipv4Compatible'],
+    ['::ffff:0:127.0.0.1', 'rfc6145'],
+    ['::ffff:0:a00:1', 'rfc6145'],
   ])('refuses %s (%s)', (address, range) => {
     expect(addressRefusal(address)).toBe(range);
   });

@@ -11,8 +11,8 @@ import { NetErrors } from './error-codes.js';
  * - Only http and https. With `requireHttps`, plain http needs an allowed host.
  * - Every address a name resolves to must be public unicast: loopback, private, link-local (cloud
  *   metadata at 169.254.169.254), unique-local, CGNAT (100.64/10, Alibaba's metadata), unspecified,
- *   multicast, reserved, and IPv6 forms that embed an IPv4 address (IPv4-mapped, NAT64, 6to4,
- *   Teredo) are refused. One bad address refuses the name: a receiver has no reason to publish a
+ *   multicast, reserved, and IPv6 forms that embed an IPv4 address (IPv4-mapped, IPv4-compatible
+ *   `::a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, NAT64, 6to4, Teredo) are refused. One bad address refuses the name: a receiver has no reason to publish a
  *   private address beside a public one, and an attacker controlling DNS would.
  * - The check runs in the connector, on every new connection, and the connector dials the address
  *   it checked (TLS keeps the original name for SNI and certificate checks, HTTP keeps its Host
@@ -70,8 +70,22 @@ export function bareHost(hostname: string): string {
   return h;
 }
 
+/**
+ * `x:…:a.b.c.d` with the dotted tail as two hex groups: ipaddr.js reads `::a.b.c.d` as
+ * `::ffff:a.b.c.d`, so the same address would otherwise parse two ways (resolvers and the URL
+ * parser write `::7f00:1`).
+ */
+function hexTail(text: string): string {
+  const m = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (m === null) return text;
+  const [a, b, c, d] = m.slice(2).map(Number) as [number, number, number, number];
+  if ([a, b, c, d].some((n) => n > 255)) return text;
+  return `${m[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+}
+
 /** IPv4-mapped IPv6 addresses are their IPv4 address for every rule and pattern. */
-export function parseAddress(text: string): Address | undefined {
+export function parseAddress(raw: string): Address | undefined {
+  const text = raw.includes(':') ? hexTail(raw) : raw;
   if (!ipaddr.isValid(text)) return undefined;
   const addr = ipaddr.parse(text);
   if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
@@ -160,11 +174,22 @@ export function compileHostPatterns(patterns: readonly string[], setting: string
   };
 }
 
+/**
+ * `::a.b.c.d` (IPv4-compatible, ::/96, deprecated by RFC 4291): ipaddr.js calls these unicast,
+ * but a host with a 6-in-4 tunnel sends them to the IPv4 address, so `[::127.0.0.1]` (which the
+ * URL parser writes `[::7f00:1]`) would reach loopback. (`::` and `::1` have ranges of their own.)
+ */
+function isIpv4Compatible(addr: Address): boolean {
+  if (addr.kind() !== 'ipv6') return false;
+  return (addr as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0);
+}
+
 /** Why an address may not be dialled without an allow-list entry, or undefined when it may. */
 export function addressRefusal(text: string): string | undefined {
   const addr = parseAddress(text);
   if (addr === undefined) return 'not an IP address';
   const range = addr.range();
+  if (range === 'unicast' && isIpv4Compatible(addr)) return 'ipv4Compatible';
   return range === 'unicast' ? undefined : range;
 }
 

@@ -41,6 +41,7 @@ const DNS: Record<string, string[]> = {
   'ula.example.com': ['fd00::1'],
   'mixed.example.com': ['93.184.215.14', '192.168.1.1'],
   'mapped.example.com': ['::ffff:127.0.0.1'],
+  'compatible.example.com': ['::127.0.0.1'],
   'zero.example.com': ['0.0.0.0'],
 };
 
@@ -256,6 +257,42 @@ const MATRIX: Case[] = [
     allow: '64:ff9b::/96',
     dials: '64:ff9b::7f00:1',
   },
+  {
+    name: 'IPv4-compatible loopback [::127.0.0.1]',
+    host: '[::127.0.0.1]',
+    allow: '::/96',
+    dials: '::7f00:1',
+  },
+  {
+    name: 'IPv4-compatible metadata [::169.254.169.254]',
+    host: '[::169.254.169.254]',
+    allow: '[::169.254.169.254]',
+    dials: '::a9fe:a9fe',
+  },
+  {
+    name: 'IPv4-translated loopback [::ffff:0:127.0.0.1]',
+    host: '[::ffff:0:127.0.0.1]',
+    allow: '::ffff:0:0:0/96',
+    dials: '::ffff:0:7f00:1',
+  },
+  {
+    name: 'NAT64 of 10/8 [64:ff9b::10.0.0.1]',
+    host: '[64:ff9b::10.0.0.1]',
+    allow: '64:ff9b::/96',
+    dials: '64:ff9b::a00:1',
+  },
+  {
+    name: '6to4 of loopback [2002:7f00:1::1]',
+    host: '[2002:7f00:1::1]',
+    allow: '2002::/16',
+    dials: '2002:7f00:1::1',
+  },
+  {
+    name: '6to4 of 192.168/16 [2002:c0a8:101::1]',
+    host: '[2002:c0a8:101::1]',
+    allow: '2002:c0a8::/32',
+    dials: '2002:c0a8:101::1',
+  },
   // Public names whose DNS answer is internal (the stub resolver plays the attacker's DNS).
   {
     name: 'public name resolving to 127.0.0.1',
@@ -304,6 +341,12 @@ const MATRIX: Case[] = [
     host: 'mapped.example.com',
     allow: '127.0.0.0/8',
     dials: '::ffff:127.0.0.1',
+  },
+  {
+    name: 'public name resolving to ::127.0.0.1 (IPv4-compatible)',
+    host: 'compatible.example.com',
+    allow: '::/96',
+    dials: '::127.0.0.1',
   },
   {
     name: 'public name resolving to 0.0.0.0',

@@ -62,9 +62,21 @@ export interface WriteBackItem {
   remoteId?: string;
 }
 
+/**
+ * A failed item: `retryable` ones (429, 5xx, timeouts, network) are retried with backoff, after
+ * `retryAfterSeconds` when the store sent it; the others (401, 403, the trace gone, a refused
+ * value) would fail the same way again, so the writer dead-letters them after this one attempt.
+ * `code` is the catalogue code of the error behind it (`MLFLOW_ACCESS_DENIED`).
+ */
 export type WriteBackOutcome =
   | { status: 'created' | 'updated'; remoteId: string }
-  | { status: 'failed'; error: string; retryable: boolean; retryAfterSeconds?: number };
+  | {
+      status: 'failed';
+      error: string;
+      retryable: boolean;
+      code: string;
+      retryAfterSeconds?: number;
+    };
 
 export interface TraceStoreConnector {
   /** Checks the endpoint and locations (resolves experiment names, …); throws a clear error. */

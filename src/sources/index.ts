@@ -24,6 +24,7 @@ export {
 export { compileOverrides } from './overrides.js';
 export { API_VERSION, KIND, type ParsedSource, parseSource, type SourceSpec } from './resource.js';
 export {
+  type DeadLetterView,
   type GrantCheck,
   SourceService,
   type SourceServiceDeps,

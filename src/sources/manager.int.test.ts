@@ -22,6 +22,7 @@ import type {
 } from './connector.js';
 import { SourceManager } from './manager.js';
 import { compileOverrides } from './overrides.js';
+import type { SourceStatus } from './service.js';
 import { SourceDirectory, SourceResultSink, WriteBackWriter } from './write-back.js';
 
 /**
@@ -349,6 +350,37 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
     expect(new Set(fake.fetched).size).toBe(7);
   });
 
+  it('puts lastError and the failure log through the redaction text rules', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) });
+    const redactor = compileRedaction({ pii: ['email'], patterns: ['acct-[0-9]+'] });
+    const redacting = new SourceManager({
+      store: app.store,
+      clock,
+      connector: () => fake,
+      write: async () => true,
+      logger,
+      redactText: (text) => redactor.redactText(text),
+    });
+    fake.add(1, T0 - 50 * MIN);
+    fake.failListAfterPages = 0;
+    fake.failure = NetErrors.OUTBOUND_UNAVAILABLE(
+      'the store at acct-774411.example.com answered 503 for ops@example.com',
+    );
+    await applySource();
+    await redacting.tick();
+    const s = await state();
+    expect(s.phase).toBe('error');
+    expect(s.lastError).toBe(
+      'OUTBOUND_UNAVAILABLE: the store at [REDACTED].example.com answered 503 for [REDACTED]',
+    );
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('source pull failed');
+    expect(lines[0]).toContain('[REDACTED]');
+    expect(lines[0]).not.toMatch(/acct-774411|ops@example\.com/);
+    await redacting.shutdown();
+  });
+
   it('skips a trace whose spans are missing (once, with a reason) and a pull that never ends keeps its place', async () => {
     const a = fake.add(1, T0 - 50 * MIN);
     const b = fake.add(2, T0 - 49 * MIN);
@@ -404,8 +436,14 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
       'prod-mlflow',
       new Date(T0 - 60 * MIN).toISOString(),
     );
+    const phase = async () =>
+      ((await app.sources.get(OPEN_PRINCIPAL, undefined, 'prod-mlflow')).status as SourceStatus)
+        .phase;
+    expect(await phase()).toBe('backfilling');
     await manager.tick();
     expect(fake.fetched).toEqual([t.storeId]);
+    // History was read again in that pull: tailing at once, not maxTraceDuration later.
+    expect(await phase()).toBe('tailing');
     const depth = (await app.store.work.stats()).depth;
     await app.sources.backfill(
       OPEN_PRINCIPAL,

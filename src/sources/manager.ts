@@ -9,6 +9,7 @@ import {
 import type { PulledTrace } from '../ingest/index.js';
 import type { SourceRecord, SourceState, SourceTrace, Store } from '../store/index.js';
 import type { TraceHeader, TraceStoreConnector } from './connector.js';
+import { failureText, loggedError, type RedactText } from './error-text.js';
 import { type ParsedSource, parseSource } from './resource.js';
 
 /**
@@ -61,6 +62,8 @@ export interface SourceManagerDeps {
   overrides?(source: ParsedSource): ((n: NormalizedTrace) => NormalizedTrace) | undefined;
   observer?: SourceObserver;
   logger?: { warn(obj: object, msg: string): void };
+  /** `traces.redaction`'s text rules, for `lastError` and failure logs (identity when absent). */
+  redactText?: RedactText;
   options?: Partial<SourceManagerOptions>;
   /** Waits between pages for the rate cap; injectable for tests. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -68,12 +71,6 @@ export interface SourceManagerDeps {
 
 const MAX_BACKOFF_MS = 5 * 60_000;
 const BASE_BACKOFF_MS = 5_000;
-
-/** A safe, short text for a failure (TouchstoneErrors carry safe messages; others may not). */
-function failureText(err: unknown): string {
-  if (isTouchstoneError(err)) return `${err.code}: ${err.message}`.slice(0, 500);
-  return `pull failed (${err instanceof Error ? err.name : typeof err}); see the server log`;
-}
 
 function retryAfterMs(err: unknown): number | undefined {
   if (!isTouchstoneError(err) || err.retryAfterSeconds === undefined) return undefined;
@@ -109,8 +106,11 @@ export class SourceManager {
   private readonly loop: BackgroundLoop;
   private readonly stop = new AbortController();
 
+  private readonly redact: RedactText;
+
   constructor(private readonly deps: SourceManagerDeps) {
     this.options = { ...DEFAULT_MANAGER_OPTIONS, ...deps.options };
+    this.redact = deps.redactText ?? ((text) => text);
     this.loop = new BackgroundLoop(
       () => this.tick(),
       this.options.tickMs,
@@ -240,7 +240,7 @@ export class SourceManager {
                 source: record.name,
                 project,
                 storeId: h.storeId,
-                reason: got?.missing ?? 'not returned',
+                reason: this.redact(got?.missing ?? 'not returned'),
               },
               'pulled trace skipped',
             );
@@ -309,14 +309,14 @@ export class SourceManager {
         phase: timedOut ? state.phase : 'error',
         lastError: timedOut
           ? `the pull did not finish within ${this.options.pullBudgetMs / 1000} s; it continues from its watermark (narrow the window or raise poll.maxRecordsPerSecond)`
-          : failureText(err),
+          : failureText(err, 'pull', this.redact),
         lastPullAt: now,
         failures: timedOut ? state.failures : failures,
         nextPullAt: timedOut ? now : now + wait,
       });
       if (!timedOut)
         this.deps.logger?.warn(
-          { err, project, source: record.name },
+          { err: loggedError(err, this.redact), project, source: record.name },
           'source pull failed; backing off',
         );
     }

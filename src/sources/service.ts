@@ -1,7 +1,14 @@
 import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
 import { type Clock, isTouchstoneError } from '../core/index.js';
 import type { OutboundGuard } from '../net/index.js';
-import type { Page, PageRequest, SourceRecord, SourceState, Store } from '../store/index.js';
+import type {
+  DeadLetter,
+  Page,
+  PageRequest,
+  SourceRecord,
+  SourceState,
+  Store,
+} from '../store/index.js';
 import { SourceErrors } from './error-codes.js';
 import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
 
@@ -40,9 +47,20 @@ export interface SourceStatus {
   lastWriteBack?: string;
   pulled: number;
   scored: number;
+  /** Write-backs the store refused for good (not retried), since the source was created. */
+  deadLetters: number;
+  /** The newest few of them, newest first; absent when there are none. */
+  lastDeadLetters?: DeadLetterView[];
 }
 
+/** A dead-lettered write-back as the status shows it (`at`: RFC 3339). */
+export type DeadLetterView = Omit<DeadLetter, 'id' | 'project' | 'source' | 'failedAt'> & {
+  at: string;
+};
+
 const DEFERRED_COUNT_CAP = 10_000;
+/** Dead letters shown in the status; `deadLetters` counts them all. */
+const DEAD_LETTERS_SHOWN = 5;
 
 /**
  * The TraceSource resource's operations (REST and CLI). A source's pull state lives beside it in
@@ -177,13 +195,16 @@ export class SourceService {
       async () => {
         const source = await this.find(caller, 'sources.write', project, name);
         const now = this.deps.clock.now();
+        const { maxTraceDuration } = parseSource(source.resource).spec;
         await this.deps.store.withTransaction(async (tx) => {
           const state = await tx.sources.getState(source.project, name);
           const base = state ?? initialState(source.project, name, now, 0, 0);
           await tx.sources.saveState({
             ...base,
             watermark: Math.min(base.watermark, sinceMs),
-            backfillUntil: now,
+            // The horizon a complete pull's watermark reaches (it trails the pull's start by
+            // maxTraceDuration), as for a new source: history re-read once is `tailing` again.
+            backfillUntil: now - maxTraceDuration,
             phase: 'backfilling',
             nextPullAt: now,
           });
@@ -268,7 +289,30 @@ export class SourceService {
         ? 0
         : (await this.deps.store.sources.deferred(record.project, record.name, DEFERRED_COUNT_CAP))
             .length;
-    return sourceView(record, { ...status(record, state, deferred, this.deps.clock.now()) });
+    const letters =
+      state === undefined || state.deadLetters === 0
+        ? []
+        : await this.deps.store.sources.deadLetters(
+            record.project,
+            record.name,
+            DEAD_LETTERS_SHOWN,
+          );
+    return sourceView(record, {
+      ...status(record, state, deferred, this.deps.clock.now()),
+      ...(letters.length === 0
+        ? {}
+        : {
+            lastDeadLetters: letters.map((l) => ({
+              traceId: l.traceId,
+              policy: l.policy,
+              metric: l.metric,
+              attempts: l.attempts,
+              code: l.code,
+              message: l.message,
+              at: new Date(l.failedAt).toISOString(),
+            })),
+          }),
+    });
   }
 
   private async find(
@@ -304,6 +348,7 @@ export function initialState(
     pulled: 0,
     scored: 0,
     recordsPerSecond: 0,
+    deadLetters: 0,
   };
 }
 
@@ -329,5 +374,6 @@ export function status(
       : { lastWriteBack: new Date(state.lastWriteBackAt).toISOString() }),
     pulled: state?.pulled ?? 0,
     scored: state?.scored ?? 0,
+    deadLetters: state?.deadLetters ?? 0,
   };
 }

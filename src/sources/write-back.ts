@@ -1,16 +1,29 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { BackgroundLoop, type Clock, type Score } from '../core/index.js';
+import {
+  BackgroundLoop,
+  type BackoffPolicy,
+  backoffMs,
+  type Clock,
+  CoreErrors,
+  isTouchstoneError,
+  type Score,
+} from '../core/index.js';
 import type { ResultSink, StoredResults } from '../policies/index.js';
 import type { Store, StoreTransaction, WriteBack } from '../store/index.js';
-import type { TraceStoreConnector } from './connector.js';
+import type { TraceStoreConnector, WriteBackOutcome } from './connector.js';
+import { failureText, loggedError, type RedactText } from './error-text.js';
 import { type ParsedSource, parseSource } from './resource.js';
 
 /**
  * Write-back: scores of pulled traces go back onto the same traces in their store. Rows are
- * queued in the transaction that stores the results (ResultSink), then sent by the writer with
- * retries; a ledger keyed (source, trace, policy, metric) keeps the remote id and the digest of
- * the value written, so an unchanged score is not written again and a changed one updates the
- * same remote score. Rows are never dropped for pressure: they wait in the database.
+ * queued in the transaction that stores the results (ResultSink), then sent by the writer; a
+ * ledger keyed (source, trace, policy, metric) keeps the remote id and the digest of the value
+ * written, so an unchanged score is not written again and a changed one updates the same remote
+ * score. Rows are never dropped for pressure: they wait in the database. A failure the store
+ * says is transient (429, 5xx, timeouts, network) is retried with full-jitter backoff, never
+ * before its Retry-After; one it would answer the same way again (401, 403, the trace gone, a
+ * refused value) is dead-lettered after that one attempt: out of the queue, counted and shown in
+ * the source's status.
  */
 
 /** How long a source's parsed resource is reused before it is read again. */
@@ -91,11 +104,14 @@ export class SourceResultSink implements ResultSink {
 }
 
 export interface WriteBackObserver {
+  /** `failed`: a transient failure, retried. */
   onWritten(
     project: string,
     source: string,
     outcome: 'created' | 'updated' | 'unchanged' | 'failed',
   ): void;
+  /** The store refused a write-back for good: it moved to the source's dead letters. */
+  onDeadLettered(project: string, source: string): void;
 }
 
 export interface WriteBackWriterDeps {
@@ -108,12 +124,18 @@ export interface WriteBackWriterDeps {
   ): Promise<TraceStoreConnector> | TraceStoreConnector;
   observer?: WriteBackObserver;
   logger?: { warn(obj: object, msg: string): void };
+  /** `traces.redaction`'s text rules, for dead letters and failure logs (identity when absent). */
+  redactText?: RedactText;
   batchSize?: number;
   visibilityMs?: number;
   pollMs?: number;
+  /** Dead letters kept per source (the newest); the counter counts them all. */
+  deadLettersKept?: number;
 }
 
-const MAX_BACKOFF_MS = 60 * 60_000;
+/** Transient failures: 5 s, then up to 10 s, 20 s, … and at most an hour, drawn uniformly. */
+export const WRITE_BACK_BACKOFF: BackoffPolicy = { baseMs: 5_000, maxMs: 60 * 60_000 };
+export const DEAD_LETTERS_KEPT = 1000;
 
 function valueDigest(score: Score): string {
   const { name: _n, ...value } = score;
@@ -123,8 +145,10 @@ function valueDigest(score: Score): string {
 /** Sends queued write-backs, one batch per source, from every replica (claims are exclusive). */
 export class WriteBackWriter {
   private readonly loop: BackgroundLoop;
+  private readonly redact: RedactText;
 
   constructor(private readonly deps: WriteBackWriterDeps) {
+    this.redact = deps.redactText ?? ((text) => text);
     this.loop = new BackgroundLoop(
       () => this.tick(),
       deps.pollMs ?? 1000,
@@ -203,7 +227,7 @@ export class WriteBackWriter {
       });
     }
     if (pending.length === 0) return settled;
-    let outcomes: Awaited<ReturnType<TraceStoreConnector['writeBack']>>;
+    let outcomes: WriteBackOutcome[];
     try {
       const connector = await this.deps.connector(source, first.project);
       outcomes = await connector.writeBack(
@@ -218,23 +242,37 @@ export class WriteBackWriter {
         })),
       );
     } catch (err) {
-      this.deps.logger?.warn({ err, source: first.source }, 'write-back failed; retrying');
+      // The source as a whole (its connector, credential or grant) failed, not an item: fixing
+      // the configuration lets the rows through, so they wait and retry.
+      this.deps.logger?.warn(
+        { err: loggedError(err, this.redact), project: first.project, source: first.source },
+        'write-back failed; retrying',
+      );
+      const retryAfter = isTouchstoneError(err) ? err.retryAfterSeconds : undefined;
       outcomes = pending.map(() => ({
         status: 'failed',
-        error: 'write-back failed',
+        error: failureText(err, 'write-back', this.redact),
         retryable: true,
+        code: isTouchstoneError(err) ? err.code : CoreErrors.INTERNAL.code,
+        ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }),
       }));
     }
     for (const [i, p] of pending.entries()) {
-      const outcome = outcomes[i] ?? { status: 'failed', error: 'no outcome', retryable: true };
+      const outcome = outcomes[i] ?? {
+        status: 'failed',
+        error: 'the connector gave no outcome',
+        retryable: true,
+        code: CoreErrors.INTERNAL.code,
+      };
       const now = clock.now();
       if (outcome.status === 'failed') {
-        const wait =
-          outcome.retryAfterSeconds !== undefined
-            ? outcome.retryAfterSeconds * 1000
-            : Math.min(MAX_BACKOFF_MS, 5_000 * 2 ** Math.max(0, p.row.attempts - 1));
-        await store.sources.retryWriteBack(p.row.id, p.row.claim, now + wait);
-        observer?.onWritten(p.row.project, p.row.source, 'failed');
+        if (outcome.retryable) {
+          const wait = backoffMs(p.row.attempts, WRITE_BACK_BACKOFF, outcome.retryAfterSeconds);
+          await store.sources.retryWriteBack(p.row.id, p.row.claim, now + wait);
+          observer?.onWritten(p.row.project, p.row.source, 'failed');
+        } else {
+          await this.deadLetter(p.row, outcome, now);
+        }
         continue;
       }
       await store.withTransaction(async (tx) => {
@@ -255,5 +293,35 @@ export class WriteBackWriter {
       settled++;
     }
     return settled;
+  }
+
+  private async deadLetter(
+    row: WriteBack,
+    outcome: Extract<WriteBackOutcome, { status: 'failed' }>,
+    now: number,
+  ): Promise<void> {
+    const { code } = outcome;
+    const message = this.redact(outcome.error).slice(0, 500);
+    const moved = await this.deps.store.withTransaction((tx) =>
+      tx.sources.deadLetterWriteBack(
+        row,
+        { code, message, at: now },
+        this.deps.deadLettersKept ?? DEAD_LETTERS_KEPT,
+      ),
+    );
+    if (!moved) return;
+    this.deps.observer?.onDeadLettered(row.project, row.source);
+    this.deps.logger?.warn(
+      {
+        project: row.project,
+        source: row.source,
+        traceId: row.traceId,
+        policy: row.policy,
+        metric: row.metric,
+        code,
+        error: message,
+      },
+      'write-back refused by the store; dead-lettered (not retried)',
+    );
   }
 }

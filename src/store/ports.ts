@@ -614,6 +614,8 @@ export interface SourceState {
   /** Records per second over the last pull. */
   recordsPerSecond: number;
   lastWriteBackAt?: number;
+  /** Write-backs dead-lettered since the source was created (a counter, as pulled and scored). */
+  deadLetters: number;
 }
 
 /** What a source knows about one trace of its store (digest skip, deferral). */
@@ -647,6 +649,22 @@ export interface WriteBack extends NewWriteBack {
   id: string;
   attempts: number;
   claim: string;
+}
+
+/** A write-back the store refused for good: not retried, kept for the source's status. */
+export interface DeadLetter {
+  id: string;
+  project: string;
+  source: string;
+  traceId: string;
+  policy: string;
+  metric: string;
+  attempts: number;
+  /** The error code of the refusal (`MLFLOW_ACCESS_DENIED`). */
+  code: string;
+  /** Safe, redacted text. */
+  message: string;
+  failedAt: number;
 }
 
 /** The write-back ledger: what was last written for (source, trace, policy, metric). */
@@ -711,6 +729,18 @@ export interface SourceStore {
   /** Deletes the row if `claim` holds it. */
   finishWriteBack(id: string, claim: string): Promise<boolean>;
   retryWriteBack(id: string, claim: string, visibleAt: number): Promise<boolean>;
+  /**
+   * Moves a claimed write-back to its source's dead letters (false, and nothing done, if `claim`
+   * no longer holds it), counts it in the source's `deadLetters`, and keeps only the newest
+   * `keep` dead letters of the source. Run it in a transaction: it is several statements.
+   */
+  deadLetterWriteBack(
+    row: WriteBack,
+    failure: { code: string; message: string; at: number },
+    keep: number,
+  ): Promise<boolean>;
+  /** A source's dead letters, newest first. */
+  deadLetters(project: string, source: string, limit: number): Promise<DeadLetter[]>;
   ledger(
     project: string,
     source: string,

@@ -213,6 +213,8 @@ export interface SourceStatesTable {
   pulled: number;
   scored: number;
   last_write_back_at: number | null;
+  /** Write-backs dead-lettered since the source was created. */
+  dead_letters: number;
 }
 
 export interface SourceTracesTable {
@@ -247,6 +249,22 @@ export interface WriteBacksTable {
   attempts: number;
   /** The latest claim's token; '' before the first claim. */
   claim: string;
+}
+
+export interface WriteBackDeadLettersTable {
+  /** The write-back's id. */
+  id: string;
+  project: string;
+  source: string;
+  trace_id: string;
+  policy: string;
+  metric: string;
+  attempts: number;
+  /** The error code the store's answer became (`LANGFUSE_ACCESS_DENIED`). */
+  code: string;
+  /** Safe text, redacted. */
+  message: string;
+  failed_at: number;
 }
 
 export interface WriteBackLedgerTable {
@@ -364,6 +382,7 @@ export interface Database {
   source_traces: SourceTracesTable;
   write_backs: WriteBacksTable;
   write_back_ledger: WriteBackLedgerTable;
+  write_back_dead_letters: WriteBackDeadLettersTable;
   runs: RunsTable;
   run_specs: RunSpecsTable;
   run_outputs: RunOutputsTable;

@@ -42,6 +42,7 @@ function state(overrides: Partial<SourceState> = {}): SourceState {
     pulled: 0,
     scored: 0,
     recordsPerSecond: 0,
+    deadLetters: 0,
     ...overrides,
   };
 }
@@ -617,6 +618,102 @@ function sourcesContract(harness: StoreHarness): void {
       } finally {
         await other.close();
       }
+    });
+  });
+
+  describe('dead letters', () => {
+    const failure = (n: number) => ({
+      code: 'LANGFUSE_ACCESS_DENIED',
+      message: `Langfuse at lf.example.com (POST scores) answered 401 (${n})`,
+      at: T0 + n,
+    });
+
+    it('moves a claimed write-back out of the queue, counts it, and lists letters newest first', async () => {
+      await store.sources.saveState(state({ scored: 2 }));
+      await store.sources.enqueueWriteBacks(
+        [writeBack(1), writeBack(2), writeBack(3, { source: 'other' })],
+        clock.now(),
+      );
+      const [one, two, three] = await store.sources.claimWriteBacks(
+        clock.now(),
+        10,
+        T0 + 60_000,
+        'claim-a',
+      );
+      // Only the claim that holds it moves it.
+      expect(
+        await store.sources.deadLetterWriteBack({ ...one!, claim: 'stale' }, failure(1), 10),
+      ).toBe(false);
+      expect(await store.sources.deadLetterWriteBack({ ...one!, claim: '' }, failure(1), 10)).toBe(
+        false,
+      );
+      expect(await store.sources.deadLetterWriteBack(one!, failure(1), 10)).toBe(true);
+      expect(await store.sources.deadLetterWriteBack(one!, failure(1), 10)).toBe(false);
+      expect(await store.sources.deadLetterWriteBack(two!, failure(2), 10)).toBe(true);
+      // A source without a pull state (deleted meanwhile) still gets its letter.
+      expect(await store.sources.deadLetterWriteBack(three!, failure(3), 10)).toBe(true);
+
+      expect(await store.sources.claimWriteBacks(T0 + 1e9, 10, T0 + 2e9, 'later')).toEqual([]);
+      expect(await store.sources.getState('p', 'lf')).toMatchObject({ deadLetters: 2, scored: 2 });
+      const letters = await store.sources.deadLetters('p', 'lf', 10);
+      expect(letters[0]).toStrictEqual({
+        id: two!.id,
+        project: 'p',
+        source: 'lf',
+        traceId: traceId(2),
+        policy: 'quality',
+        metric: 'relevance',
+        attempts: 1,
+        code: 'LANGFUSE_ACCESS_DENIED',
+        message: failure(2).message,
+        failedAt: T0 + 2,
+      });
+      expect(letters.map((l) => l.id)).toEqual([two!.id, one!.id]);
+      expect(await store.sources.deadLetters('p', 'lf', 1)).toHaveLength(1);
+      expect(await store.sources.deadLetters('p', 'lf', 0)).toEqual([]);
+      expect(await store.sources.deadLetters('p', 'other', 10)).toMatchObject([
+        { traceId: traceId(3) },
+      ]);
+      // Saving the state never overwrites the counter.
+      await store.sources.saveState(state({ phase: 'tailing' }));
+      expect(await store.sources.getState('p', 'lf')).toMatchObject({ deadLetters: 2 });
+    });
+
+    it('keeps only the newest letters of a source, and drops them with the source', async () => {
+      await store.sources.upsert('p', 'lf', resource('p', 'lf'), clock.now());
+      await store.sources.saveState(state());
+      await store.sources.enqueueWriteBacks(
+        Array.from({ length: 5 }, (_, i) => writeBack(i + 1)),
+        clock.now(),
+      );
+      const rows = await store.sources.claimWriteBacks(clock.now(), 10, T0 + 60_000, 'c');
+      for (const [i, row] of rows.entries()) {
+        await store.withTransaction((tx) => tx.sources.deadLetterWriteBack(row, failure(i + 1), 3));
+      }
+      expect((await store.sources.deadLetters('p', 'lf', 10)).map((l) => l.traceId)).toEqual([
+        traceId(5),
+        traceId(4),
+        traceId(3),
+      ]);
+      expect(await store.sources.getState('p', 'lf')).toMatchObject({ deadLetters: 5 });
+
+      await store.sources.delete('p', 'lf');
+      expect(await store.sources.deadLetters('p', 'lf', 10)).toEqual([]);
+    });
+
+    it('is all or nothing inside a transaction', async () => {
+      await store.sources.saveState(state());
+      await store.sources.enqueueWriteBacks([writeBack(1)], clock.now());
+      const [row] = await store.sources.claimWriteBacks(clock.now(), 10, T0 + 60_000, 'c');
+      await expect(
+        store.withTransaction(async (tx) => {
+          await tx.sources.deadLetterWriteBack(row!, failure(1), 10);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await store.sources.deadLetters('p', 'lf', 10)).toEqual([]);
+      expect(await store.sources.getState('p', 'lf')).toMatchObject({ deadLetters: 0 });
+      expect(await store.sources.finishWriteBack(row!.id, 'c')).toBe(true);
     });
   });
 

@@ -4,6 +4,7 @@ import { CoreErrors } from '../core/index.js';
 import { canonicalJson, toIso } from './columns.js';
 import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
+  DeadLetter,
   LedgerEntry,
   NewWriteBack,
   Page,
@@ -20,6 +21,7 @@ import type {
   SourceStatesTable,
   SourcesTable,
   SourceTracesTable,
+  WriteBackDeadLettersTable,
   WriteBacksTable,
 } from './schema.js';
 
@@ -48,7 +50,10 @@ function fromRow(row: Selectable<SourcesTable>): SourceRecord {
 }
 
 /** The part of SourceState kept as JSON: everything but its key and the counter columns. */
-type StateJson = Omit<SourceState, 'project' | 'name' | 'pulled' | 'scored' | 'lastWriteBackAt'>;
+type StateJson = Omit<
+  SourceState,
+  'project' | 'name' | 'pulled' | 'scored' | 'lastWriteBackAt' | 'deadLetters'
+>;
 
 function stateJson(state: SourceState): string {
   const json: StateJson = {
@@ -80,6 +85,7 @@ function stateFromRow(row: Selectable<SourceStatesTable>): SourceState {
     pulled: Number(row.pulled),
     scored: Number(row.scored),
     recordsPerSecond: json.recordsPerSecond,
+    deadLetters: Number(row.dead_letters),
   };
   if (json.lastError !== undefined) state.lastError = json.lastError;
   if (json.lastCompleteStartAt !== undefined) state.lastCompleteStartAt = json.lastCompleteStartAt;
@@ -99,6 +105,21 @@ function traceFromRow(row: Selectable<SourceTracesTable>): SourceTrace {
   };
   if (row.deferred_since !== null) trace.deferredSince = Number(row.deferred_since);
   return trace;
+}
+
+function deadLetterFromRow(row: Selectable<WriteBackDeadLettersTable>): DeadLetter {
+  return {
+    id: row.id,
+    project: row.project,
+    source: row.source,
+    traceId: row.trace_id,
+    policy: row.policy,
+    metric: row.metric,
+    attempts: row.attempts,
+    code: row.code,
+    message: row.message,
+    failedAt: Number(row.failed_at),
+  };
 }
 
 function writeBackFromRow(row: Selectable<WriteBacksTable>): WriteBack {
@@ -153,7 +174,7 @@ export class KyselySourceStore implements SourceStore {
       if (inserted !== undefined) {
         // A new source starts from scratch: drop a pull state left by a deleted namesake (one a
         // lease holder saved while the source was being deleted).
-        await this.deleteState(project, name).execute();
+        await this.deleteState(project, name);
         return { source: fromRow(inserted), created: true };
       }
       const updated = await this.db
@@ -236,7 +257,7 @@ export class KyselySourceStore implements SourceStore {
     if (result.numDeletedRows === 0n) return false;
     // The pull state (counters included) belongs to the source; its traces, queued write-backs
     // and ledger stay (a source created again under this name skips and dedupes with them).
-    await this.deleteState(project, name).execute();
+    await this.deleteState(project, name);
     return true;
   }
 
@@ -257,11 +278,18 @@ export class KyselySourceStore implements SourceStore {
 
   // --- Pull state ----------------------------------------------------------------------------
 
-  private deleteState(project: string, name: string) {
-    return this.db
+  /** The pull state (counters included) and the dead letters: what belongs to the source. */
+  private async deleteState(project: string, name: string): Promise<void> {
+    await this.db
       .deleteFrom('source_states')
       .where('project', '=', project)
-      .where('name', '=', name);
+      .where('name', '=', name)
+      .execute();
+    await this.db
+      .deleteFrom('write_back_dead_letters')
+      .where('project', '=', project)
+      .where('source', '=', name)
+      .execute();
   }
 
   async getState(project: string, name: string): Promise<SourceState | undefined> {
@@ -286,6 +314,7 @@ export class KyselySourceStore implements SourceStore {
         pulled: state.pulled,
         scored: state.scored,
         last_write_back_at: state.lastWriteBackAt ?? null,
+        dead_letters: state.deadLetters,
       })
       .onConflict((oc) =>
         oc.columns(['project', 'name']).doUpdateSet((eb) => ({ state: eb.ref('excluded.state') })),
@@ -505,6 +534,84 @@ export class KyselySourceStore implements SourceStore {
       .where('claim', '=', claim)
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
+  }
+
+  async deadLetterWriteBack(
+    row: WriteBack,
+    failure: { code: string; message: string; at: number },
+    keep: number,
+  ): Promise<boolean> {
+    if (row.claim === '') return false;
+    const taken = await this.db
+      .deleteFrom('write_backs')
+      .where('id', '=', row.id)
+      .where('claim', '=', row.claim)
+      .returningAll()
+      .executeTakeFirst();
+    if (taken === undefined) return false;
+    await this.db
+      .insertInto('write_back_dead_letters')
+      .values({
+        id: taken.id,
+        project: taken.project,
+        source: taken.source,
+        trace_id: taken.trace_id,
+        policy: taken.policy,
+        metric: taken.metric,
+        attempts: taken.attempts,
+        code: failure.code,
+        message: failure.message,
+        failed_at: failure.at,
+      })
+      // A write-back dead-lettered again after a crash between the two statements is one letter.
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    await this.db
+      .updateTable('source_states')
+      .set((eb) => ({ dead_letters: eb('dead_letters', '+', 1) }))
+      .where('project', '=', taken.project)
+      .where('name', '=', taken.source)
+      .execute();
+    // Older letters beyond `keep` go: the newest kept one is the boundary.
+    const boundary = await this.db
+      .selectFrom('write_back_dead_letters')
+      .select(['failed_at', 'id'])
+      .where('project', '=', taken.project)
+      .where('source', '=', taken.source)
+      .orderBy('failed_at', 'desc')
+      .orderBy('id', 'desc')
+      .offset(Math.max(0, keep - 1))
+      .limit(1)
+      .executeTakeFirst();
+    if (boundary !== undefined) {
+      await this.db
+        .deleteFrom('write_back_dead_letters')
+        .where('project', '=', taken.project)
+        .where('source', '=', taken.source)
+        .where((eb) =>
+          eb(
+            eb.refTuple('failed_at', 'id'),
+            '<',
+            eb.tuple(Number(boundary.failed_at), boundary.id),
+          ),
+        )
+        .execute();
+    }
+    return true;
+  }
+
+  async deadLetters(project: string, source: string, limit: number): Promise<DeadLetter[]> {
+    if (limit <= 0) return [];
+    const rows = await this.db
+      .selectFrom('write_back_dead_letters')
+      .selectAll()
+      .where('project', '=', project)
+      .where('source', '=', source)
+      .orderBy('failed_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map(deadLetterFromRow);
   }
 
   // --- Ledger --------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { authorize } from '../../auth/index.js';
 import type { Metrics } from '../metrics.js';
 
 export interface HealthDeps {
@@ -22,7 +23,10 @@ export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Prom
     }
   });
 
-  app.get('/metrics', async (_request, reply) => {
+  // Series carry every project's names: admins and owners read them (the open principal on
+  // loopback without auth is an owner, so a local scrape needs nothing).
+  app.get('/metrics', async (request, reply) => {
+    authorize(request.principal, 'metrics.read');
     const text = await deps.metrics.registry.metrics();
     return reply.type(deps.metrics.registry.contentType).send(text);
   });

@@ -7,6 +7,7 @@ import { sources } from './0005-sources.js';
 import { runs } from './0006-runs.js';
 import { idempotency } from './0007-idempotency.js';
 import { sourceStoreIds } from './0008-source-store-ids.js';
+import { writeBackDeadLetters } from './0009-write-back-dead-letters.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -21,4 +22,5 @@ export const MIGRATIONS: readonly Migration[] = [
   runs,
   idempotency,
   sourceStoreIds,
+  writeBackDeadLetters,
 ];

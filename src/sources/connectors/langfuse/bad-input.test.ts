@@ -194,7 +194,13 @@ describe('statuses', () => {
       expect(err.message).toContain('429 rate_limited');
     }
     expect(await written([item])).toEqual([
-      { status: 'failed', retryable: true, retryAfterSeconds: 7, error: expect.any(String) },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'LANGFUSE_RATE_LIMITED',
+        retryAfterSeconds: 7,
+        error: expect.any(String),
+      },
     ]);
   });
 
@@ -237,8 +243,18 @@ describe('statuses', () => {
     expect(err).toMatchObject({ code: 'LANGFUSE_UNAVAILABLE', retryable: true });
     expect(proxy.seen).toHaveLength(1);
     expect(await written([item, { ...item, metric: 'other' }])).toEqual([
-      { status: 'failed', retryable: true, error: expect.stringContaining('500') },
-      { status: 'failed', retryable: true, error: expect.stringContaining('500') },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'LANGFUSE_UNAVAILABLE',
+        error: expect.stringContaining('500'),
+      },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'LANGFUSE_UNAVAILABLE',
+        error: expect.stringContaining('500'),
+      },
     ]);
   });
 

@@ -183,6 +183,7 @@ export async function writeScores(
         status: 'failed',
         error: err.message,
         retryable: err.retryable,
+        code: err.code,
       };
       if (err.retryAfterSeconds !== undefined) failed.retryAfterSeconds = err.retryAfterSeconds;
       outcomes.push(failed);

@@ -172,6 +172,7 @@ export async function writeAssessments(
         status: 'failed',
         error: err.message,
         retryable: err.retryable,
+        code: err.code,
       };
       if (err.retryAfterSeconds !== undefined) failed.retryAfterSeconds = err.retryAfterSeconds;
       outcomes.push(failed);

@@ -215,8 +215,18 @@ describe('a 500 storm', () => {
     handler = (_req, res) => json(res, 500, errorBody);
     const out = await connector().writeBack([item, { ...item, metric: 'other' }]);
     expect(out).toEqual([
-      { status: 'failed', retryable: true, error: expect.stringContaining('500') },
-      { status: 'failed', retryable: true, error: expect.stringContaining('500') },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'MLFLOW_UNAVAILABLE',
+        error: expect.stringContaining('500'),
+      },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'MLFLOW_UNAVAILABLE',
+        error: expect.stringContaining('500'),
+      },
     ]);
   });
 });
@@ -244,7 +254,13 @@ describe('429 with Retry-After', () => {
     const err = await caught(connector().fetch([header(T.agent)]));
     expect(err).toMatchObject({ retryable: true, retryAfterSeconds: 7 });
     expect(await connector().writeBack([item])).toEqual([
-      { status: 'failed', retryable: true, retryAfterSeconds: 7, error: expect.any(String) },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'MLFLOW_RATE_LIMITED',
+        retryAfterSeconds: 7,
+        error: expect.any(String),
+      },
     ]);
   });
 
@@ -447,5 +463,21 @@ describe('requests', () => {
     const pending = connector().fetch([header(T.agent)], ac.signal);
     setTimeout(() => ac.abort(new Error('shutting down')), 50);
     await expect(pending).rejects.toThrow('shutting down');
+  });
+});
+
+describe('write-back outcomes the writer acts on', () => {
+  // Permanent: dead-lettered after this one attempt. Transient: retried with backoff.
+  it.each([
+    [401, 'UNAUTHENTICATED', 'MLFLOW_ACCESS_DENIED', false],
+    [403, 'PERMISSION_DENIED', 'MLFLOW_ACCESS_DENIED', false],
+    [404, 'RESOURCE_DOES_NOT_EXIST', 'MLFLOW_REQUEST_REFUSED', false],
+    [422, 'INVALID_PARAMETER_VALUE', 'MLFLOW_REQUEST_REFUSED', false],
+    [429, 'REQUEST_LIMIT_EXCEEDED', 'MLFLOW_RATE_LIMITED', true],
+    [503, 'TEMPORARILY_UNAVAILABLE', 'MLFLOW_UNAVAILABLE', true],
+  ])('%i %s is %s, retryable %s', async (status, errorCode, code, retryable) => {
+    handler = (_req, res) => json(res, status, { error_code: errorCode, message: 'no' });
+    const out = await connector().writeBack([item]);
+    expect(out).toEqual([{ status: 'failed', retryable, code, error: expect.any(String) }]);
   });
 });

@@ -394,6 +394,7 @@ describe(`MLflow connector, answers recorded from MLflow ${cassette.mlflowVersio
         {
           status: 'failed',
           retryable: false,
+          code: 'MLFLOW_REQUEST_REFUSED',
           error: expect.stringContaining('404 RESOURCE_DOES_NOT_EXIST'),
         },
       ]);

@@ -1,4 +1,4 @@
-import { isTouchstoneError, type Score } from '../../../core/index.js';
+import { CoreErrors, isTouchstoneError, type Score } from '../../../core/index.js';
 import type { WriteBackItem, WriteBackOutcome } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { PhoenixErrors } from './error-codes.js';
@@ -99,7 +99,12 @@ function prepare(item: WriteBackItem, index: number): Prepared {
 
 function failed(err: unknown): WriteBackOutcome {
   if (!isTouchstoneError(err)) throw err;
-  const out: WriteBackOutcome = { status: 'failed', error: err.message, retryable: err.retryable };
+  const out: WriteBackOutcome = {
+    status: 'failed',
+    error: err.message,
+    retryable: err.retryable,
+    code: err.code,
+  };
   if (err.retryAfterSeconds !== undefined) out.retryAfterSeconds = err.retryAfterSeconds;
   return out;
 }
@@ -273,6 +278,12 @@ export async function writeAnnotations(
     }
   }
   return outcomes.map(
-    (o) => o ?? { status: 'failed', error: 'not written (internal error)', retryable: true },
+    (o) =>
+      o ?? {
+        status: 'failed',
+        error: 'not written (internal error)',
+        retryable: true,
+        code: CoreErrors.INTERNAL.code,
+      },
   );
 }

@@ -194,8 +194,18 @@ describe('a 500 storm', () => {
     handler = (_req, res) => send(res, 502, 'text/plain', 'Bad Gateway');
     const out = await connector().writeBack([item, { ...item, metric: 'other' }]);
     expect(out).toEqual([
-      { status: 'failed', retryable: true, error: expect.stringContaining('502') },
-      { status: 'failed', retryable: true, error: expect.stringContaining('502') },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'PHOENIX_UNAVAILABLE',
+        error: expect.stringContaining('502'),
+      },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'PHOENIX_UNAVAILABLE',
+        error: expect.stringContaining('502'),
+      },
     ]);
     expect(hits).toHaveLength(1);
   });
@@ -234,7 +244,13 @@ describe('429 with Retry-After', () => {
     const err = await caught(connector().fetch([header(T.agent)]));
     expect(err).toMatchObject({ retryable: true, retryAfterSeconds: 7 });
     expect(await connector().writeBack([item])).toEqual([
-      { status: 'failed', retryable: true, retryAfterSeconds: 7, error: expect.any(String) },
+      {
+        status: 'failed',
+        retryable: true,
+        code: 'PHOENIX_RATE_LIMITED',
+        retryAfterSeconds: 7,
+        error: expect.any(String),
+      },
     ]);
   });
 
@@ -272,7 +288,12 @@ describe('401: the API key refused', () => {
     }
     const out = await connector().writeBack([item]);
     expect(out).toEqual([
-      { status: 'failed', retryable: false, error: expect.stringContaining('401') },
+      {
+        status: 'failed',
+        retryable: false,
+        code: 'PHOENIX_ACCESS_DENIED',
+        error: expect.stringContaining('401'),
+      },
     ]);
     noKey(out);
     expect(hits.every((h) => h.auth === `Bearer ${KEY}`)).toBe(true);
@@ -367,7 +388,12 @@ describe('other refusals and unreadable answers', () => {
       item,
     ]);
     expect(out).toEqual([
-      { status: 'failed', retryable: false, error: expect.stringContaining('not a finite number') },
+      {
+        status: 'failed',
+        retryable: false,
+        code: 'PHOENIX_REQUEST_REFUSED',
+        error: expect.stringContaining('not a finite number'),
+      },
       { status: 'created', remoteId: 'VHJhY2VBbm5vdGF0aW9uOjk=' },
     ]);
   });
@@ -628,5 +654,21 @@ describe('requests', () => {
     const pending = connector().fetch([header(T.agent)], ac.signal);
     setTimeout(() => ac.abort(new Error('shutting down')), 50);
     await expect(pending).rejects.toThrow('shutting down');
+  });
+});
+
+describe('write-back outcomes the writer acts on', () => {
+  // Permanent: dead-lettered after this one attempt. Transient: retried with backoff.
+  it.each([
+    [401, 'PHOENIX_ACCESS_DENIED', false],
+    [403, 'PHOENIX_ACCESS_DENIED', false],
+    [404, 'PHOENIX_REQUEST_REFUSED', false],
+    [422, 'PHOENIX_REQUEST_REFUSED', false],
+    [429, 'PHOENIX_RATE_LIMITED', true],
+    [503, 'PHOENIX_UNAVAILABLE', true],
+  ])('%i is %s, retryable %s', async (status, code, retryable) => {
+    handler = (_req, res) => json(res, status, { detail: 'no' });
+    const out = await connector().writeBack([item]);
+    expect(out).toEqual([{ status: 'failed', retryable, code, error: expect.any(String) }]);
   });
 });

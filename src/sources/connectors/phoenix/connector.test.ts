@@ -438,6 +438,7 @@ describe(`Phoenix connector, answers recorded from Phoenix ${cassette.phoenixVer
         {
           status: 'failed',
           retryable: false,
+          code: 'PHOENIX_REQUEST_REFUSED',
           error: expect.stringContaining('answered 404: the trace is not in Phoenix'),
         },
         { status: 'created', remoteId: expect.any(String) },

@@ -398,8 +398,9 @@ export function createPhoenixConnector(options: PhoenixConnectorOptions): TraceS
       try {
         projectUsable();
       } catch (err) {
-        const error = err instanceof Error ? err.message : String(err);
-        return Promise.resolve(items.map(() => ({ status: 'failed', error, retryable: false })));
+        if (!isTouchstoneError(err)) throw err;
+        const failed = { error: err.message, retryable: false, code: err.code };
+        return Promise.resolve(items.map(() => ({ status: 'failed', ...failed })));
       }
       return writeAnnotations(rest, projectPath, items, signal);
     },
