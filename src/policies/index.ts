@@ -8,7 +8,9 @@
 export {
   type CelKind,
   type CompiledExpression,
+  type CompileOptions,
   compileExpression,
+  type FailureReason,
   type OverrideInputs,
   type TraceFacts,
   traceFacts,
