@@ -84,7 +84,7 @@ export function regexCost(textChars: number, programSize: number): number {
 
 class CostExceeded extends Error {}
 
-/** One instance: it is thrown often by hostile expressions, and a stack trace would cost each time. */
+/** One instance: hostile expressions throw it often, and a stack trace would cost each time. */
 const EXCEEDED = new CostExceeded('evaluation cost exceeded the budget');
 let left = 0;
 let over = false;
@@ -101,8 +101,8 @@ export function charge(units: number): void {
 export const OVER_BUDGET: unique symbol = Symbol('over budget');
 
 /**
- * Runs `fn(arg)` (one evaluation, synchronous) with a fresh budget; OVER_BUDGET when it ran out, also
- * when the library turned the thrown charge into an error value.
+ * Runs `fn(arg)` (one evaluation, synchronous) with a fresh budget; OVER_BUDGET when it ran out,
+ * also when the library turned the thrown charge into an error value.
  */
 export function metered<A, T>(fn: (arg: A) => T, arg: A): T | typeof OVER_BUDGET {
   const savedLeft = left;
@@ -435,13 +435,17 @@ const PRICES: Readonly<Record<string, Pricing>> = {
 // ---------------------------------------------------------------------------------------------
 // Implementations replacing the library's where it is slow or unbounded
 
-/** The quadratic `replace` of the library rebuilt the string per match; this is linear, with cel-go's semantics. */
+/**
+ * The library's `replace` rebuilt the string per match (quadratic); this one is linear, with
+ * cel-go's semantics.
+ */
 function replace(this: string, old: string, rep: string, n?: bigint): string {
   let limit = countLimit(n);
   if (limit === 0) return this;
   if (old === '') {
     const parts: string[] = [];
-    // As cel-go (Go's strings.Replace): an empty `old` matches before every code point and at the end.
+    // As in cel-go (Go's strings.Replace): an empty `old` matches before every code point and
+    // at the end.
     let i = 0;
     while (limit-- > 0) {
       parts.push(rep);
@@ -560,7 +564,7 @@ export const RANGE = '@touchstone.range';
 /** A map or filter macro's `accumulator + [element]`: appends in place (see `append`). */
 export const APPEND = '@touchstone.append';
 
-/** Lists an APPEND made, with their arrays: they are only ever seen by the macro that builds them. */
+/** Lists an APPEND made, with their arrays: only the macro that builds one ever sees it. */
 const accumulators = new WeakMap<object, CelValue[]>();
 
 /**

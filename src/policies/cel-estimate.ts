@@ -42,7 +42,7 @@ interface Size {
 export const ASSUMED = {
   /** service, name, project, source, label values. */
   nameChars: 1024,
-  /** Tool and model names (LLM APIs cap tool names at 64), keys of labels, attributes and scores. */
+  /** Tool and model names (LLM APIs cap tool names at 64), keys of labels, attributes, scores. */
   keyChars: 128,
   /** tools and models. */
   listItems: 1000,

@@ -106,7 +106,7 @@ const MAX_BACKOFF_MS = 5 * 60_000;
 const RETRY_SOON_MS = 1_000;
 /** Synchronous work on one trace after which the engine lets pending requests run first. */
 const MAX_TURN_MS = 10;
-/** A failing expression is logged at most this often (per policy, field and reason); the metric counts every failure. */
+/** A failing expression is logged at most this often per policy, field and reason. */
 const EXPRESSION_WARN_INTERVAL_MS = 60_000;
 
 /** Thrown inside a results transaction to roll it back when the item's claim was lost. */

@@ -8,7 +8,6 @@
 export {
   type CelKind,
   type CompiledExpression,
-  type CompileOptions,
   compileExpression,
   type FailureReason,
   type OverrideInputs,
