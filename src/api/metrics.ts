@@ -59,8 +59,8 @@ export class Metrics
   );
   private readonly policyExpressionErrors = this.counter(
     'touchstone_policy_expression_errors_total',
-    'CEL evaluations that failed (counted as "does not select" or "stage skipped"), by field.',
-    ['project', 'policy', 'field'],
+    'CEL evaluations that failed (counted as "does not select" or "stage skipped"), by field and reason: cost (ran out of its budget) or error.',
+    ['project', 'policy', 'field', 'reason'],
   );
   private readonly onlinePostponed = this.counter(
     'touchstone_online_postponed_total',
@@ -237,8 +237,8 @@ export class Metrics
     for (const r of results) this.policyResults.inc({ project, policy, outcome: r.outcome });
   }
 
-  onExpressionError(project: string, policy: string, field: string): void {
-    this.policyExpressionErrors.inc({ project, policy, field });
+  onExpressionError(project: string, policy: string, field: string, reason: string): void {
+    this.policyExpressionErrors.inc({ project, policy, field, reason });
   }
 
   onFreshness(seconds: number): void {

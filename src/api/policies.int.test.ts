@@ -91,6 +91,35 @@ describe('policies and scores over REST', () => {
     expect(when.json().error.details[0].path).toBe('spec.stages[1].when');
   });
 
+  it('refuses an expression whose estimated cost exceeds the budget, in any CEL field', async () => {
+    const quadratic = 'tools.exists(t, tools.filter(u, u == t).size() > 3)';
+    const res = await call(
+      'POST',
+      '/v1alpha1/policies',
+      base('costly', {
+        selector: 'service == "x"',
+        sampling: { rate: 1, always: [quadratic] },
+        ...cheap,
+      }),
+    );
+    expect(res.statusCode).toBe(400);
+    const { error } = res.json();
+    expect(error.code).toBe('POLICY_CEL_INVALID');
+    expect(error.details).toEqual([
+      {
+        path: 'spec.sampling.always[0]',
+        message: expect.stringMatching(/^line 1, column 35: the expression may cost [\d,]+ units/),
+      },
+    ]);
+    const validated = await call(
+      'POST',
+      '/v1alpha1/policies?validate_only=true',
+      base('costly', { selector: quadratic, ...cheap }),
+    );
+    expect(validated.statusCode).toBe(400);
+    expect((await call('GET', '/v1alpha1/policies/costly')).statusCode).toBe(404);
+  });
+
   it('refuses an unknown evaluator, bad params, an alert on a metric no stage produces', async () => {
     const res = await call(
       'POST',

@@ -3,7 +3,9 @@
  * (parse, type check, plan) and evaluated many times. @bufbuild/cel parses and evaluates but its
  * checker covers only constants and identifiers, so the type check here is our own, driven by the
  * library's overload table; it is gradual (`dyn` passes) so attribute values are checked at run
- * time. Evaluation never throws and its error texts never quote trace content. docs/policies.md
+ * time. Each evaluation has a cost budget (cel-cost.ts), and an apply refuses an expression
+ * whose estimated cost exceeds it (cel-estimate.ts). Evaluation never throws and its error texts
+ * never quote trace content. docs/policies.md
  */
 import {
   type CelEnv,
@@ -32,6 +34,17 @@ import RE2 from 're2';
 import type { AttributeValue, ErrorDetail, EvalRecord, TraceRoot } from '../core/index.js';
 import { isTouchstoneError } from '../core/index.js';
 import type { StoredTrace } from '../store/index.js';
+import {
+  BOUNDED_FUNCS,
+  charge,
+  deepCost,
+  MAX_EVALUATION_COST,
+  metered,
+  meteredEnv,
+  meterMacros,
+  OVER_BUDGET,
+} from './cel-cost.js';
+import { ASSUMED, estimateCost } from './cel-estimate.js';
 import { PolicyErrors } from './error-codes.js';
 
 /** Longest expression accepted, in UTF-16 code units. */
@@ -114,7 +127,15 @@ export function traceFacts(
  */
 export type CelKind = 'selector' | 'when' | 'override';
 
-export type EvaluationResult = { ok: true; value: boolean } | { ok: false; error: string };
+/**
+ * Why an evaluation failed: `cost` when it ran out of its budget (MAX_EVALUATION_COST), `error`
+ * otherwise (a missing key, a type mismatch, a result of the wrong type).
+ */
+export type FailureReason = 'cost' | 'error';
+
+export type EvaluationResult =
+  | { ok: true; value: boolean }
+  | { ok: false; error: string; reason: FailureReason };
 
 /** What an `override` reads besides the facts: the record's input and output as text. */
 export interface OverrideInputs {
@@ -123,16 +144,18 @@ export interface OverrideInputs {
 }
 
 /** An `override`'s value as plain JSON; see `evaluateValue`. */
-export type ValueResult = { ok: true; value: unknown } | { ok: false; error: string };
+export type ValueResult =
+  | { ok: true; value: unknown }
+  | { ok: false; error: string; reason: FailureReason };
 
 export interface CompiledExpression {
   readonly source: string;
   readonly kind: CelKind;
   /**
    * True or false, or `ok: false` when evaluation failed (a missing key, a type mismatch, a
-   * non-bool result). `scores` maps metric names to numbers (pass/fail as 1/0); only a `when`
-   * reads it. Never throws; `error` never quotes trace content. On an `override`, always
-   * `ok: false` (use `evaluateValue`).
+   * non-bool result; `reason: 'cost'` when it ran out of its budget). `scores` maps metric
+   * names to numbers (pass/fail as 1/0); only a `when` reads it. Never throws; `error` never
+   * quotes trace content. On an `override`, always `ok: false` (use `evaluateValue`).
    */
   evaluate(facts: TraceFacts, scores?: Readonly<Record<string, number>>): EvaluationResult;
   /**
@@ -193,9 +216,16 @@ function compileRegex(pattern: string): RE2 {
 const re2 = { compile: (pattern: string) => compileRegex(pattern) };
 
 const envs: Record<CelKind, CelEnv> = {
-  selector: celEnv({ variables: SELECTOR_VARIABLES, funcs: strings, re2 }),
-  when: celEnv({ variables: WHEN_VARIABLES, funcs: strings, re2 }),
-  override: celEnv({ variables: OVERRIDE_VARIABLES, funcs: strings, re2 }),
+  selector: celEnv({ variables: SELECTOR_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
+  when: celEnv({ variables: WHEN_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
+  override: celEnv({ variables: OVERRIDE_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
+};
+
+/** What expressions are planned with: the same environments, every function call charged. */
+const meteredEnvs: Record<CelKind, CelEnv> = {
+  selector: meteredEnv(envs.selector),
+  when: meteredEnv(envs.when),
+  override: meteredEnv(envs.override),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -740,21 +770,41 @@ function invalid(path: string, messages: string[]): never {
   throw PolicyErrors.POLICY_CEL_INVALID(`${path}: ${messages[0]}`, { details });
 }
 
+export interface CompileOptions {
+  /**
+   * The expression comes from a stored resource, already checked when it was applied: its cost
+   * estimate is not made again, so a stored policy keeps running (under the budget of every
+   * evaluation) after a build whose estimate would refuse it.
+   */
+  stored?: boolean;
+}
+
 /**
  * Parses, type-checks and plans a CEL expression; throws POLICY_CEL_INVALID (details name `path`
  * and the line and column) when it does not compile, is not boolean (an `override` may give any
- * type), or exceeds the limits.
+ * type), exceeds the limits, or (unless `stored`) may cost more than MAX_EVALUATION_COST on a
+ * trace of the assumed sizes.
  */
-export function compileExpression(source: string, kind: CelKind, path: string): CompiledExpression {
+export function compileExpression(
+  source: string,
+  kind: CelKind,
+  path: string,
+  options: CompileOptions = {},
+): CompiledExpression {
   try {
-    return compile(source, kind, path);
+    return compile(source, kind, path, options);
   } catch (err) {
     if (isTouchstoneError(err)) throw err;
     return invalid(path, ['line 1, column 1: expression could not be compiled']);
   }
 }
 
-function compile(source: string, kind: CelKind, path: string): CompiledExpression {
+function compile(
+  source: string,
+  kind: CelKind,
+  path: string,
+  options: CompileOptions,
+): CompiledExpression {
   if (typeof source !== 'string') invalid(path, ['line 1, column 1: expression must be a string']);
   if (source.length > MAX_EXPRESSION_LENGTH) {
     invalid(path, [
@@ -795,9 +845,11 @@ function compile(source: string, kind: CelKind, path: string): CompiledExpressio
       sorted.map((p) => `${lineColumn(source, p.offset)}: ${p.message}`),
     );
   }
-  const run = plan(envs[kind], parsed);
+  const located = meterMacros(parsed.expr, positions);
+  if (options.stored !== true) refuseCostly(source, path, parsed.expr, located);
+  const run = plan(meteredEnvs[kind], parsed);
   const where = (err: CelError): string => {
-    const offset = err.exprId === undefined ? undefined : positions[err.exprId.toString()];
+    const offset = err.exprId === undefined ? undefined : located[err.exprId.toString()];
     return offset === undefined ? '' : `${lineColumn(source, offset)}: `;
   };
   return {
@@ -805,35 +857,71 @@ function compile(source: string, kind: CelKind, path: string): CompiledExpressio
     kind,
     evaluate(facts, scores) {
       if (kind === 'override') {
-        return { ok: false, error: 'an override gives a value, not a bool: use evaluateValue' };
+        return failed('an override gives a value, not a bool: use evaluateValue');
       }
       try {
         const bindings = bindingsFor(facts, kind === 'when' ? (scores ?? NO_SCORES) : undefined);
-        const value = run(bindings);
-        if (isCelError(value)) return { ok: false, error: where(value) + safeMessage(value) };
+        const value = metered(run, bindings);
+        if (value === OVER_BUDGET) return COST_FAILURE;
+        if (isCelError(value)) return failed(where(value) + safeMessage(value));
         if (typeof value === 'boolean') return { ok: true, value };
-        return { ok: false, error: 'expression did not evaluate to a bool' };
+        return failed('expression did not evaluate to a bool');
       } catch {
-        return { ok: false, error: 'evaluation failed' };
+        return failed('evaluation failed');
       }
     },
     evaluateValue(facts, text) {
-      if (kind !== 'override') {
-        return { ok: false, error: `a ${kind} gives a bool, not a value: use evaluate` };
-      }
+      if (kind !== 'override') return failed(`a ${kind} gives a bool, not a value: use evaluate`);
       try {
         if (typeof text?.input !== 'string' || typeof text.output !== 'string') {
-          return { ok: false, error: 'input and output must be strings' };
+          return failed('input and output must be strings');
         }
         const bindings = bindingsFor(facts, undefined, text);
-        const value = run(bindings);
-        if (isCelError(value)) return { ok: false, error: where(value) + safeMessage(value) };
-        return toJsonValue(value, 0);
+        const r = metered((b: Bindings) => {
+          const value = run(b);
+          if (isCelError(value)) return failed(where(value) + safeMessage(value));
+          // Shared parts are converted once per use: `tools.map(t, attributes)` is a copy each.
+          charge(deepCost(value));
+          return toJsonValue(value, 0);
+        }, bindings);
+        return r === OVER_BUDGET ? COST_FAILURE : r;
       } catch {
-        return { ok: false, error: 'evaluation failed' };
+        return failed('evaluation failed');
       }
     },
   };
+}
+
+function failed(error: string): { ok: false; error: string; reason: FailureReason } {
+  return { ok: false, error, reason: 'error' };
+}
+
+const COST_FAILURE = Object.freeze({
+  ok: false,
+  error: `evaluation cost more than the budget of ${MAX_EVALUATION_COST} units`,
+  reason: 'cost',
+} as const);
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+/** Refuses an expression whose estimated cost exceeds the budget, naming where it spends most. */
+function refuseCostly(
+  source: string,
+  path: string,
+  expr: Expr,
+  positions: Readonly<Record<string, number>>,
+): void {
+  const { cost, worst } = estimateCost(expr);
+  if (cost <= MAX_EVALUATION_COST) return;
+  const shown = cost >= 1e15 ? 'more than 10^15' : integer.format(cost);
+  invalid(path, [
+    `${lineColumn(source, positions[worst.toString()] ?? 0)}: the expression may cost ${shown} ` +
+      `units per evaluation, more than the budget of ${integer.format(MAX_EVALUATION_COST)}, ` +
+      `on a trace of ${integer.format(ASSUMED.listItems)} tool calls, names of ` +
+      `${integer.format(ASSUMED.nameChars)} characters and attribute values of ` +
+      `${integer.format(ASSUMED.attributeChars)}; most of it here (macros over lists of ` +
+      'the trace multiply their sizes when nested, and text functions pay by length)',
+  ]);
 }
 
 /** Deepest list or map nesting `evaluateValue` converts. */
@@ -841,9 +929,7 @@ const MAX_RESULT_DEPTH = 64;
 
 /** A CEL value as plain JSON (see `evaluateValue`); fails only on depth or an unknown value. */
 function toJsonValue(v: CelValue, depth: number): ValueResult {
-  if (depth > MAX_RESULT_DEPTH) {
-    return { ok: false, error: `value nests more than ${MAX_RESULT_DEPTH} levels` };
-  }
+  if (depth > MAX_RESULT_DEPTH) return failed(`value nests more than ${MAX_RESULT_DEPTH} levels`);
   switch (typeof v) {
     case 'string':
     case 'boolean':
@@ -855,7 +941,7 @@ function toJsonValue(v: CelValue, depth: number): ValueResult {
     case 'object':
       break;
     default:
-      return { ok: false, error: 'value cannot be converted' };
+      return failed('value cannot be converted');
   }
   if (v === null) return { ok: true, value: null };
   if (v instanceof Uint8Array) return { ok: true, value: Buffer.from(v).toString('base64') };
@@ -890,7 +976,7 @@ function toJsonValue(v: CelValue, depth: number): ValueResult {
     const json = toJson(v.desc, v.message);
     if (typeof json === 'string') return { ok: true, value: json };
   }
-  return { ok: false, error: 'value cannot be converted' };
+  return failed('value cannot be converted');
 }
 
 function bigintJson(v: bigint): number | string {

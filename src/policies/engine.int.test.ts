@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { context, trace } from '@opentelemetry/api';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
@@ -34,6 +35,7 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
   let app: App;
   let dataDir: string;
   let dispose: () => Promise<void>;
+  const logLines: string[] = [];
 
   beforeAll(async () => {
     await judge.start();
@@ -59,11 +61,12 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
         ...store.overrides,
       },
     });
+    logLines.length = 0;
     app = await createApp(config, {
       env: {},
       clock,
       processMetrics: false,
-      logger: pino({ level: 'silent' }),
+      logger: pino({ level: 'warn' }, { write: (line: string) => logLines.push(line) }),
     });
     judge.reset();
     hooks.received.length = 0;
@@ -91,6 +94,11 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
         },
       });
     });
+    await post(spans);
+    return traceId;
+  }
+
+  async function post(spans: ReturnType<typeof recordSpans>): Promise<void> {
     const res = await app.server.inject({
       method: 'POST',
       url: '/v1/traces',
@@ -98,7 +106,6 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
       headers: { 'content-type': 'application/json' },
     });
     expect(res.statusCode).toBe(200);
-    return traceId;
   }
 
   /** Completes due traces and scores the queue. */
@@ -157,11 +164,52 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
       }),
     ]);
     expect(await metric('touchstone_policy_expression_errors_total')).toEqual([
-      'touchstone_policy_expression_errors_total{project="default",policy="broken",field="selector"} 1',
+      'touchstone_policy_expression_errors_total{project="default",policy="broken",field="selector",reason="error"} 1',
     ]);
     expect(await metric('touchstone_policy_traces_scored_total')).toEqual([
       'touchstone_policy_traces_scored_total{project="default",policy="weather"} 1',
     ]);
+  });
+
+  it('a selector that runs out of its cost budget selects nothing, is counted and logged without trace content', async () => {
+    // Accepted at apply (12 comparisons per tool call of a trace of the assumed 1,000 tool calls
+    // fit the budget), but over budget on a trace of 4,000 tool calls.
+    const names = Array.from({ length: 12 }, (_, i) => `t == "refund-${i}"`).join(' || ');
+    await apply('many-tools', {
+      selector: `tools.exists(t, ${names})`,
+      stages: [{ evaluators: [{ ref: 'tool-errors' }] }],
+    });
+    await apply('all', { stages: [{ evaluators: [{ ref: 'step-budget' }] }] });
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'weather' }, (tr) => {
+      tr.startActiveSpan('invoke_agent secret-plan', (root) => {
+        traceId = root.spanContext().traceId;
+        const parent = trace.setSpan(context.active(), root);
+        for (let i = 0; i < 4000; i++) {
+          const name = `secret-tool-${i}`;
+          tr.startSpan(
+            `execute_tool ${name}`,
+            { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name } },
+            parent,
+          ).end();
+        }
+        root.end();
+      });
+    });
+    await post(spans);
+    await settle();
+    expect(Object.keys((await scoresOf(traceId)).results)).toEqual(['all']);
+    expect(await metric('touchstone_policy_expression_errors_total')).toEqual([
+      'touchstone_policy_expression_errors_total{project="default",policy="many-tools",field="selector",reason="cost"} 1',
+    ]);
+    const warned = logLines.filter((l) => l.includes('cost budget'));
+    expect(warned).toHaveLength(1);
+    expect(JSON.parse(warned[0] as string)).toMatchObject({
+      policy: 'many-tools',
+      field: 'selector',
+      reason: 'cost',
+    });
+    expect(warned[0]).not.toContain('secret');
   });
 
   it('scores each trace version once per policy, and again when late spans change it', async () => {

@@ -22,7 +22,7 @@ import type {
   WorkItem,
 } from '../store/index.js';
 import type { WebhookEvent } from '../webhooks/index.js';
-import { type TraceFacts, traceFacts } from './cel.js';
+import { type EvaluationResult, type FailureReason, type TraceFacts, traceFacts } from './cel.js';
 import { type CompiledPolicy, type CompiledStage, compilePolicy, parsePolicy } from './resource.js';
 
 /** Counters and histograms the engine reports (the HTTP edge turns them into Prometheus metrics). */
@@ -30,7 +30,8 @@ export interface PolicyEngineObserver {
   onSelected(project: string, policy: string): void;
   onSampledOut(project: string, policy: string): void;
   onScored(project: string, policy: string, results: readonly Result[]): void;
-  onExpressionError(project: string, policy: string, field: string): void;
+  /** A CEL evaluation failed; `reason` is `cost` when it ran out of its budget. */
+  onExpressionError(project: string, policy: string, field: string, reason: FailureReason): void;
   /** Seconds from trace completion to its results being stored (not for rescores). */
   onFreshness(seconds: number): void;
   onPostponed(reason: 'rate_limited' | 'trace_open'): void;
@@ -103,6 +104,10 @@ const POLICY_REFRESH_MS = 1_000;
 const MAX_BACKOFF_MS = 5 * 60_000;
 /** When an item failed on a passing error (database busy), it is looked at again after this. */
 const RETRY_SOON_MS = 1_000;
+/** Synchronous work on one trace after which the engine lets pending requests run first. */
+const MAX_TURN_MS = 10;
+/** A failing expression is logged at most this often per policy, field and reason. */
+const EXPRESSION_WARN_INTERVAL_MS = 60_000;
 
 /** Thrown inside a results transaction to roll it back when the item's claim was lost. */
 class ClaimLost extends Error {}
@@ -172,6 +177,7 @@ export class PolicyEngine {
   private policies = new Map<string, CompiledPolicy[]>();
   private generations = new Map<string, number>();
   private refreshedAt = Number.NEGATIVE_INFINITY;
+  private readonly expressionWarnedAt = new Map<string, number>();
 
   constructor(private readonly deps: PolicyEngineDeps) {
     this.options = { ...DEFAULT_ENGINE_OPTIONS, ...deps.options };
@@ -261,7 +267,9 @@ export class PolicyEngine {
       for (const record of await this.deps.store.policies.listAll(project)) {
         try {
           const parsed = parsePolicy(record.resource);
-          compiled.push(compilePolicy(parsed, project, record.generation, this.deps.registry));
+          compiled.push(
+            compilePolicy(parsed, project, record.generation, this.deps.registry, { stored: true }),
+          );
         } catch (err) {
           // Valid at apply, invalid now (an evaluator this build no longer has): skip it, loudly.
           this.deps.logger?.warn(
@@ -304,8 +312,14 @@ export class PolicyEngine {
 
     const outcomes: PolicyOutcome[] = [];
     let rateLimited = false;
+    let turn = performance.now();
     for (const policy of policies) {
       if (policy.spec.disabled || scored.has(policy.name)) continue;
+      // Each selector is held to its cost budget, but a project's selectors add up on one trace.
+      if (performance.now() - turn > MAX_TURN_MS) {
+        await yieldToEventLoop();
+        turn = performance.now();
+      }
       if (!this.selects(policy, item.traceId, facts)) continue;
       const outcome = await this.score(policy, found.record, facts);
       if (outcome === 'rate_limited') rateLimited = true;
@@ -319,19 +333,42 @@ export class PolicyEngine {
     const { observer } = this.deps;
     if (policy.selector !== undefined) {
       const r = policy.selector.evaluate(facts);
-      if (!r.ok) observer?.onExpressionError(policy.project, policy.name, 'selector');
+      if (!r.ok) this.expressionFailed(policy, 'selector', r);
       if (!r.ok || !r.value) return false;
     }
     observer?.onSelected(policy.project, policy.name);
     const always = policy.always.some((cond, i) => {
       if (cond.kind === 'error') return facts.error;
       const r = cond.expression.evaluate(facts);
-      if (!r.ok) observer?.onExpressionError(policy.project, policy.name, `sampling.always[${i}]`);
+      if (!r.ok) this.expressionFailed(policy, `sampling.always[${i}]`, r);
       return r.ok && r.value;
     });
     if (always || samplePoint(traceId, policy.name) < policy.rate) return true;
     observer?.onSampledOut(policy.project, policy.name);
     return false;
+  }
+
+  /**
+   * Counts a failed evaluation and logs it, at most once a minute per policy, field and reason
+   * (a failing selector fails on every trace). The error text never quotes trace content.
+   */
+  private expressionFailed(
+    policy: CompiledPolicy,
+    field: string,
+    r: Extract<EvaluationResult, { ok: false }>,
+  ): void {
+    this.deps.observer?.onExpressionError(policy.project, policy.name, field, r.reason);
+    const key = `${policy.project}\u0000${policy.name}\u0000${field}\u0000${r.reason}`;
+    const now = this.deps.clock.now();
+    const last = this.expressionWarnedAt.get(key);
+    if (last !== undefined && now - last < EXPRESSION_WARN_INTERVAL_MS) return;
+    this.expressionWarnedAt.set(key, now);
+    this.deps.logger?.warn(
+      { project: policy.project, policy: policy.name, field, reason: r.reason, error: r.error },
+      r.reason === 'cost'
+        ? 'policy expression ran out of its cost budget; it counts as failed'
+        : 'policy expression failed; it counts as failed',
+    );
   }
 
   /** Runs the policy's stages in order; 'rate_limited' when a judge asked to wait. */
@@ -384,11 +421,7 @@ export class PolicyEngine {
       const scores = Object.fromEntries(numericScores(earlier));
       const r = stage.when.evaluate(facts, scores);
       if (!r.ok) {
-        this.deps.observer?.onExpressionError(
-          policy.project,
-          policy.name,
-          `stages[${stage.index}].when`,
-        );
+        this.expressionFailed(policy, `stages[${stage.index}].when`, r);
         return `stage ${stage.index} condition failed: ${r.error}`;
       }
       if (!r.value) return `stage ${stage.index} condition is false`;

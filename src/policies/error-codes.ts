@@ -8,7 +8,7 @@ export const PolicyErrors = defineErrors({
   },
   POLICY_CEL_INVALID: {
     kind: 'invalid_argument',
-    doc: 'A CEL expression of the policy (`spec.selector`, `spec.sampling.always[i]`, `spec.stages[i].when`) does not compile or is not boolean; `details` names the field and the line and column in the expression.',
+    doc: "A CEL expression of the policy (`spec.selector`, `spec.sampling.always[i]`, `spec.stages[i].when`) or of a trace source's overrides does not compile, is not boolean, or may cost more than the budget of one evaluation on a trace of the assumed sizes; `details` names the field and the line and column in the expression.",
   },
   POLICY_NOT_FOUND: {
     kind: 'not_found',

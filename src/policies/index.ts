@@ -9,6 +9,7 @@ export {
   type CelKind,
   type CompiledExpression,
   compileExpression,
+  type FailureReason,
   type OverrideInputs,
   type TraceFacts,
   traceFacts,

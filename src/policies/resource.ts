@@ -17,7 +17,7 @@ import {
   metricName,
 } from '../evaluators/index.js';
 import type { PolicyRecord } from '../store/index.js';
-import { type CompiledExpression, compileExpression } from './cel.js';
+import { type CompiledExpression, type CompileOptions, compileExpression } from './cel.js';
 import { PolicyErrors } from './error-codes.js';
 
 /**
@@ -189,12 +189,14 @@ function collect(details: ErrorDetail[], fn: () => void): void {
 /**
  * Compiles every expression and binds every evaluator of a parsed policy, reporting all problems
  * together: CEL errors as POLICY_CEL_INVALID (path and position), the rest as POLICY_INVALID.
+ * `stored` for a policy already applied (see CompileOptions).
  */
 export function compilePolicy(
   policy: ParsedPolicy,
   project: string,
   generation: number,
   registry: EvaluatorRegistry,
+  options: CompileOptions = {},
 ): CompiledPolicy {
   const { spec } = policy;
   const celDetails: ErrorDetail[] = [];
@@ -202,7 +204,7 @@ export function compilePolicy(
   const cel = (source: string, kind: 'selector' | 'when', path: string) => {
     let out: CompiledExpression | undefined;
     collect(celDetails, () => {
-      out = compileExpression(source, kind, path);
+      out = compileExpression(source, kind, path, options);
     });
     return out;
   };
