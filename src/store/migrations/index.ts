@@ -6,6 +6,7 @@ import { online } from './0004-online.js';
 import { sources } from './0005-sources.js';
 import { runs } from './0006-runs.js';
 import { idempotency } from './0007-idempotency.js';
+import { readViews } from './0008-read-views.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -19,4 +20,5 @@ export const MIGRATIONS: readonly Migration[] = [
   sources,
   runs,
   idempotency,
+  readViews,
 ];
