@@ -141,6 +141,20 @@ function readViewsContract(harness: StoreHarness): void {
     expect((await ids({})).length).toBe(3);
   });
 
+  it('filters the trace list by several labels at once, odd keys included', async () => {
+    await addTrace(traceId(1), { labels: { env: 'dev', tier: 'trial', 'a"b.c': 'x', $k: 'y' } });
+    await addTrace(traceId(2), { labels: { env: 'dev', tier: 'gold' } });
+    await addTrace(traceId(3), { labels: { env: 'prod', tier: 'trial' } });
+    const ids = async (labels: Record<string, string>) =>
+      (await store.traces.list({ project: 'p', labels }, { pageSize: 10 })).items.map(
+        (t) => t.traceId,
+      );
+    expect(await ids({ env: 'dev', tier: 'trial' })).toEqual([traceId(1)]);
+    expect((await ids({ env: 'dev' })).sort()).toEqual([traceId(1), traceId(2)]);
+    expect(await ids({ 'a"b.c': 'x', $k: 'y' })).toEqual([traceId(1)]);
+    expect(await ids({ env: 'dev', tier: 'none' })).toEqual([]);
+  });
+
   it('lists the projects that hold traces, by name', async () => {
     expect(await store.traces.projects()).toEqual([]);
     await addTrace(traceId(1), { project: 'shop' });

@@ -1,6 +1,6 @@
 import { type Kysely, type SqlBool, sql } from 'kysely';
 import { CoreErrors, type Result } from '../core/index.js';
-import { labelEquals, toIso } from './columns.js';
+import { labelsMatch, toIso } from './columns.js';
 import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
   Page,
@@ -152,9 +152,8 @@ export class KyselyResultStore implements ResultStore {
           : q.where(sql<SqlBool>`1 = 0`);
     }
     if (filter.since !== undefined) q = q.where('traces.scored_at', '>=', filter.since);
-    for (const [k, v] of Object.entries(filter.labels ?? {})) {
-      q = q.where(labelEquals(this.dialect, k, v));
-    }
+    const labels = labelsMatch(this.dialect, filter.labels);
+    if (labels !== undefined) q = q.where(labels);
     const scored = resultsExist({ policy: filter.policy, evaluator: filter.evaluator });
     if (scored !== undefined) q = q.where(scored);
     if (after !== undefined) {
@@ -237,9 +236,8 @@ export class KyselyResultStore implements ResultStore {
     if (filter.policy !== undefined) conditions.push(sql`r.policy = ${filter.policy}`);
     if (filter.evaluator !== undefined) conditions.push(sql`r.evaluator = ${filter.evaluator}`);
     const traceConditions = [];
-    for (const [k, v] of Object.entries(filter.labels ?? {})) {
-      traceConditions.push(labelEquals(this.dialect, k, v));
-    }
+    const labels = labelsMatch(this.dialect, filter.labels);
+    if (labels !== undefined) traceConditions.push(labels);
     if (filter.services !== undefined) {
       traceConditions.push(
         filter.services.length === 0

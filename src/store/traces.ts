@@ -17,7 +17,7 @@ import {
   type TraceRoot,
 } from '../core/index.js';
 import { batches, placeholders } from './batches.js';
-import { toIso, toMillis } from './columns.js';
+import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
   CompletionResult,
@@ -335,12 +335,6 @@ export class KyselyTraceStore implements TraceStore {
     return { completed, changed: completed && previous !== digest };
   }
 
-  private labelEquals(key: string, value: string): Expression<SqlBool> {
-    return this.dialect === 'postgres'
-      ? sql<SqlBool>`(labels::jsonb ->> ${key}) = ${value}`
-      : sql<SqlBool>`json_extract(labels, ${`$."${key.replaceAll('"', '""')}"`}) = ${value}`;
-  }
-
   async list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>> {
     const limit = pageLimit(page);
     const after = decodePageToken(page.pageToken);
@@ -365,7 +359,8 @@ export class KyselyTraceStore implements TraceStore {
     if (filter.error !== undefined) q = q.where('error', '=', filter.error ? 1 : 0);
     if (filter.since !== undefined) q = q.where('start_ms', '>=', toMillis(filter.since, 'since'));
     if (filter.until !== undefined) q = q.where('start_ms', '<', toMillis(filter.until, 'until'));
-    for (const [k, v] of Object.entries(filter.labels ?? {})) q = q.where(this.labelEquals(k, v));
+    const labels = labelsMatch(this.dialect, filter.labels);
+    if (labels !== undefined) q = q.where(labels);
     const scored = resultsExist(filter);
     if (scored !== undefined) q = q.where(scored);
     if (after !== undefined) {
