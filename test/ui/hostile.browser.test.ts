@@ -160,13 +160,22 @@ describeBrowser('the web UI against hostile input and failures', () => {
     const started = Date.now();
     await page.goto(`${base}/ui/traces/${ids.wide}?project=${PROJECT}`);
     await page.getByRole('heading', { name: /Trajectory \(2000 steps\)/ }).waitFor();
-    await page.getByRole('option').first().waitFor();
+    await page
+      .getByRole('listbox', { name: /Steps of the trace/ })
+      .getByRole('option')
+      .first()
+      .waitFor();
     const opened = Date.now() - started;
     console.log(`2,000-span trace: trajectory shown ${opened} ms after navigation`);
     // The budget is 1 s on a quiet machine (bench/ui measures it); shared CI machines get margin.
     expect(opened).toBeLessThan(8_000);
     // Only the rows in view are in the document.
-    expect(await page.getByRole('option').count()).toBeLessThan(100);
+    expect(
+      await page
+        .getByRole('listbox', { name: /Steps of the trace/ })
+        .getByRole('option')
+        .count(),
+    ).toBeLessThan(100);
 
     await page.goto(`${base}/ui/traces/${ids.huge}?project=${PROJECT}`);
     const heading = page.getByRole('heading', { name: /Trajectory/ });

@@ -50,8 +50,10 @@ export function useApi<T>(path: string | null, params: Params = {}, refreshMs?: 
   };
 }
 
-export interface Pages<T> {
+export interface Pages<T, A> {
   items: T[];
+  /** The last answer read (for what it says beside the items, such as a total). */
+  last?: A;
   error?: Error;
   loading: boolean;
   /** More pages exist. */
@@ -67,11 +69,12 @@ export function usePages<T, A>(
   path: string | null,
   params: Params,
   pick: (answer: A) => { items: T[]; next?: string | undefined },
-): Pages<T> {
+): Pages<T, A> {
   const url = path === null ? null : apiUrl(path, params);
   const [state, setState] = useState<{
     url: string | null;
     items: T[];
+    last?: A;
     next?: string;
     error?: Error;
     busy: boolean;
@@ -96,6 +99,7 @@ export function usePages<T, A>(
           setState((s) => ({
             url,
             items: reset ? items : [...s.items, ...items],
+            last: answer,
             ...(next === undefined ? {} : { next }),
             busy: false,
             started: true,
@@ -118,6 +122,7 @@ export function usePages<T, A>(
   const current = state.url === url;
   return {
     items: current ? state.items : [],
+    ...(current && state.last !== undefined ? { last: state.last } : {}),
     ...(current && state.error !== undefined ? { error: state.error } : {}),
     loading: !current || state.busy || !state.started,
     more: current && state.next !== undefined,

@@ -208,22 +208,37 @@ function StepDetail({ step }: { step: Step }) {
   );
 }
 
+/** Where the timeline starts and how long it is: the trace's, or (before it loads) the steps'. */
+function timeSpan(
+  trace: TraceSummary | undefined,
+  steps: readonly Step[],
+): { start: number; ms: number } {
+  if (trace !== undefined) return { start: Date.parse(trace.startTime), ms: trace.durationMs };
+  let start = Number.POSITIVE_INFINITY;
+  let end = Number.NEGATIVE_INFINITY;
+  for (const s of steps) {
+    if (s.start !== undefined) start = Math.min(start, Date.parse(s.start));
+    if (s.end !== undefined) end = Math.max(end, Date.parse(s.end));
+  }
+  return Number.isFinite(start) && end >= start ? { start, ms: end - start } : { start: 0, ms: 0 };
+}
+
+/** Read beside the trace's record, not after it: the first steps show one round trip sooner. */
 function Trajectory({
   project,
   traceId,
   trace,
-  total,
 }: {
   project: string;
   traceId: string;
-  trace: TraceSummary;
-  total: number;
+  trace: TraceSummary | undefined;
 }) {
-  const pages = usePages<Step, { steps: Step[]; next_page_token?: string }>(
+  const pages = usePages<Step, { steps: Step[]; total: number; next_page_token?: string }>(
     `/v1alpha1/traces/${encodeURIComponent(traceId)}/trajectory`,
     { project, page_size: String(STEP_PAGE) },
     (a) => ({ items: a.steps, next: a.next_page_token }),
   );
+  const total = pages.last?.total ?? 0;
   const complete = !pages.more && !pages.loading;
   useEffect(() => {
     if (pages.more && !pages.loading && pages.items.length < STEPS_AT_ONCE) pages.loadMore();
@@ -233,8 +248,10 @@ function Trajectory({
   const [chosen, setChosen] = useState<number | undefined>(undefined);
   const selected = Math.min(rows.length - 1, Math.max(0, chosen ?? firstError));
   const loadMore = useCallback(() => pages.loadMore(), [pages.loadMore]);
-  const traceStart = Date.parse(trace.startTime);
+  const span = timeSpan(trace, pages.items);
   const step = rows[selected]?.step;
+  // A missing trace is the page's to say (its record answers 404 too).
+  if (isStatus(pages.error, 404)) return null;
 
   return (
     <section aria-labelledby="trajectory-h">
@@ -257,7 +274,7 @@ function Trajectory({
             selected={selected}
             onSelect={setChosen}
             renderRow={(i) => (
-              <StepRow row={rows[i] as Row} traceStart={traceStart} traceMs={trace.durationMs} />
+              <StepRow row={rows[i] as Row} traceStart={span.start} traceMs={span.ms} />
             )}
             onNearEnd={loadMore}
           />
@@ -372,16 +389,30 @@ export function TracePage({ project, id }: PageProps) {
       />
     );
   }
-  if (answer.error !== undefined) return <ErrorNote error={answer.error} what={`trace ${id}`} />;
-  if (answer.data === undefined) return <Loading what="the trace" />;
-  const { trace, record, trajectorySteps } = answer.data;
-  const tokens = tokensOf(trace.usage ?? record.usage);
+  const data = answer.data;
   return (
     <div class="trace-page">
       <nav class="crumbs" aria-label="Breadcrumb">
-        <a href={href('/traces', { project })}>Traces</a> /{' '}
-        <span class="mono">{trace.traceId}</span>
+        <a href={href('/traces', { project })}>Traces</a> / <span class="mono">{id}</span>
       </nav>
+      {answer.error !== undefined && <ErrorNote error={answer.error} what={`trace ${id}`} />}
+      {data === undefined ? (
+        answer.error === undefined && <Loading what="the trace" />
+      ) : (
+        <Summary data={data} project={project} />
+      )}
+      <Trajectory project={project} traceId={id} trace={data?.trace} />
+      {data !== undefined && <RecordSection record={data.record} />}
+      <ScoresSection project={project} traceId={id} />
+    </div>
+  );
+}
+
+function Summary({ data, project }: { data: TraceAnswer; project: string }) {
+  const { trace, record } = data;
+  const tokens = tokensOf(trace.usage ?? record.usage);
+  return (
+    <>
       <h1>
         <Text value={trace.name === '' ? trace.traceId : trace.name} />
         {trace.error && <span class="pill bad">error</span>}
@@ -418,9 +449,6 @@ export function TracePage({ project, id }: PageProps) {
         <dt>Trace id</dt>
         <dd class="mono">{trace.traceId}</dd>
       </dl>
-      <Trajectory project={project} traceId={id} trace={trace} total={trajectorySteps} />
-      <RecordSection record={record} />
-      <ScoresSection project={project} traceId={id} />
-    </div>
+    </>
   );
 }
