@@ -40,7 +40,7 @@ function Node({ name, value, depth }: { name?: string; value: unknown; depth: nu
     );
   }
   return (
-    <details class="json-node" open={depth < 2}>
+    <details class="json-node" open={depth < 3}>
       <summary>
         {label}
         {open}
