@@ -14,6 +14,9 @@ const BENCHES: Record<string, () => Promise<void>> = {
   // The SDK's venv (TOUCHSTONE_SDK_PYTHON), plus a live MLflow server when its venv is set.
   'sdk-python': async () => (await import('./sdk-python.js')).main(),
   webhooks: async () => (await import('./webhooks.js')).main(),
+  // 1M traces written in bulk, SQLite then PostgreSQL (minutes); the UI's size and, with
+  // Chromium, a trace page in the browser.
+  ui: async () => (await import('./ui.js')).main(),
   // A live MLflow server (TOUCHSTONE_INTEROP_MLFLOW_PYTHON) and 10k traces (minutes); by name only.
   'source-mlflow': async () => (await import('./source-mlflow.js')).main(),
   // 1M random and mutated OTLP bodies (several minutes); run by name only.

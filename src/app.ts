@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
-import { buildServer, Metrics } from './api/index.js';
+import { buildServer, DEFAULT_UI_DIR, Metrics } from './api/index.js';
 import { KeyService } from './auth/index.js';
 import { type Config, isLoopbackListen, splitListen } from './config/index.js';
 import { type Clock, systemClock } from './core/index.js';
@@ -526,6 +526,7 @@ async function assemble(
     runs,
     idempotency,
     datasets,
+    uiDir: config.ui.enabled ? (config.ui.assets_dir ?? DEFAULT_UI_DIR) : undefined,
     ready: async () => {
       await store.ping();
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');

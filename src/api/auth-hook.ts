@@ -2,8 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { AuthErrors, type KeyService, OPEN_PRINCIPAL, type Principal } from '../auth/index.js';
 import './context.js';
 
-/** Routes that answer without credentials. */
-const PUBLIC_ROUTES = new Set(['/healthz', '/readyz']);
+/**
+ * Routes that answer without credentials. The web UI's files hold no data (the page asks for a
+ * key and sends it with its API calls).
+ */
+const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/ui', '/ui/*']);
 
 /**
  * Resolves the caller before any handler: with auth off every request acts as the open principal

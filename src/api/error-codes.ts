@@ -19,6 +19,10 @@ export const ApiErrors = defineErrors({
     doc: 'The server is at its limit of concurrent ingest requests; retry after `Retry-After`.',
   },
   ROUTE_NOT_FOUND: { kind: 'not_found', doc: 'No endpoint at that method and path.' },
+  UI_NOT_BUILT: {
+    kind: 'unavailable',
+    doc: 'The web UI has not been built in this installation (`npm run build` in a checkout writes `dist/ui`; the published package ships it), or `ui.assets_dir` names a directory without `index.html`.',
+  },
   INTERNAL_ERROR: {
     kind: 'internal',
     doc: 'An unexpected failure; nothing about it is shown, the server log has it under the request id.',

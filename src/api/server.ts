@@ -26,7 +26,9 @@ import { runRoutes } from './routes/runs.js';
 import { scoreRoutes } from './routes/scores.js';
 import { sourceRoutes } from './routes/sources.js';
 import { traceRoutes } from './routes/traces.js';
+import { uiRoutes } from './routes/ui.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { whoamiRoutes } from './routes/whoami.js';
 import { createFrontServer } from './rpc/front-server.js';
 import { rpcRoutes } from './rpc/plugin.js';
 
@@ -48,6 +50,8 @@ export interface ServerDeps {
   /** Idempotency-Key on the routes marked `config.idempotency`. */
   idempotency: IdempotencyService;
   datasets: DatasetService;
+  /** The built web UI's directory; undefined = no UI at /ui/. */
+  uiDir: string | undefined;
   ready(): Promise<void>;
 }
 
@@ -110,14 +114,20 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   installIdempotency(app, deps.idempotency);
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
   await app.register(keyRoutes, { keys: deps.keys });
+  await app.register(whoamiRoutes, { traces: deps.traces });
   await app.register(evaluateRoutes, { evaluation: deps.evaluation });
   await app.register(traceRoutes, { traces: deps.traces });
   await app.register(webhookRoutes, { webhooks: deps.webhooks });
   await app.register(policyRoutes, { policies: deps.policies });
-  await app.register(scoreRoutes, { scores: deps.scores, traces: deps.traces });
+  await app.register(scoreRoutes, {
+    scores: deps.scores,
+    traces: deps.traces,
+    policies: deps.policies,
+  });
   await app.register(sourceRoutes, { sources: deps.sources });
   await app.register(runRoutes, { runs: deps.runs });
   await app.register(datasetRoutes, { datasets: deps.datasets });
+  if (deps.uiDir !== undefined) await app.register(uiRoutes, { dir: deps.uiDir });
   await app.register(rpcRoutes, {
     datasets: deps.datasets,
     deleteRun: (principal, project, id) => deps.runs.delete(principal, project, id),

@@ -300,6 +300,18 @@ export const ConfigSchema = z
         no_proxy: z.string().optional(),
       })
       .prefault({}),
+    /** The read-only web UI at /ui/ (docs/ui.md). */
+    ui: z
+      .strictObject({
+        /** Serve the web UI at /ui/; false answers 404 there. */
+        enabled: z.boolean().default(true),
+        /**
+         * The built UI's directory (`index.html` and `assets/`); default the package's own
+         * `dist/ui`, which `npm run build` and `npm install` in a checkout write.
+         */
+        assets_dir: z.string().min(1).optional(),
+      })
+      .prefault({}),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
     /** Judge used when a request or policy names none. */
     default_judge: z.string().optional(),

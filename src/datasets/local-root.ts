@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, realpath, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isTouchstoneError } from '../core/index.js';
 import { DatasetErrors } from './error-codes.js';
-import type { DatasetRoot } from './root.js';
+import type { DatasetRoot, StoredObject } from './root.js';
 
 function fsCode(err: unknown): string {
   const code = (err as { code?: unknown }).code;
@@ -108,6 +108,33 @@ export class LocalDatasetRoot implements DatasetRoot {
         `reading ${key} under ${this.location} failed (${fsCode(err)})`,
       );
     }
+  }
+
+  async list(prefix: string, limit: number): Promise<StoredObject[]> {
+    const dir = this.file(prefix.replace(/\/+$/, ''));
+    let names: string[];
+    try {
+      names = (await readdir(dir, { recursive: true })).sort();
+    } catch (err) {
+      if (fsCode(err) === 'ENOENT' || fsCode(err) === 'ENOTDIR') return [];
+      throw DatasetErrors.DATASET_STORAGE_FAILED(
+        `listing ${prefix} under ${this.location} failed (${fsCode(err)})`,
+      );
+    }
+    const out: StoredObject[] = [];
+    for (const name of names) {
+      if (out.length >= limit) break;
+      // A write in progress (put's temporary file) is not an object yet.
+      if (/\.tmp-[0-9a-f]+$/.test(name)) continue;
+      const info = await stat(join(dir, name)).catch(() => undefined);
+      if (info === undefined || !info.isFile()) continue;
+      out.push({
+        key: `${prefix}${name.split(sep).join('/')}`,
+        bytes: info.size,
+        modifiedAt: info.mtime.toISOString(),
+      });
+    }
+    return out;
   }
 
   async close(): Promise<void> {}

@@ -1,3 +1,10 @@
+/** An object under the root: its key relative to the root, size and last change. */
+export interface StoredObject {
+  key: string;
+  bytes: number;
+  modifiedAt: string;
+}
+
 /**
  * Where datasets are kept: a local directory or an S3-compatible bucket. Keys are
  * slash-separated and relative to the root; the service builds and checks them.
@@ -22,6 +29,11 @@ export interface DatasetRoot {
    * resolves symbolic links before checking).
    */
   get(key: string, options: { maxBytes: number; within: string }): Promise<Buffer | undefined>;
+  /**
+   * Objects whose keys start with `prefix` (ending in `/`), at most `limit`, in key order;
+   * temporary files of unfinished writes are left out.
+   */
+  list(prefix: string, limit: number): Promise<StoredObject[]>;
   /** Releases connections. Safe twice. */
   close(): Promise<void>;
 }

@@ -44,8 +44,25 @@ function s3ErrorCode(body: Buffer): string | undefined {
   return m?.[1];
 }
 
+/** The text of the first `<tag>` element in `xml`, entities decoded. */
+function xmlText(xml: string, tag: string): string | undefined {
+  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
+  if (m === null) return undefined;
+  return (m[1] as string).replace(
+    /&(lt|gt|quot|apos|amp|#\d+|#x[0-9a-fA-F]+);/g,
+    (_all, e: string) => {
+      const named: Record<string, string> = { lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' };
+      if (e in named) return named[e] as string;
+      return String.fromCodePoint(
+        e.startsWith('#x') ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)),
+      );
+    },
+  );
+}
+
 /**
- * The four object calls the dataset root needs (PutObject, GetObject, HeadObject, DeleteObject),
+ * The object calls the dataset root needs (PutObject, GetObject, HeadObject, DeleteObject,
+ * ListObjectsV2),
  * signed with SigV4 and sent through the product's guarded HTTP client. Errors name the operation,
  * the key and S3's status and error code, never a credential or a body.
  */
@@ -77,9 +94,18 @@ export class S3Client {
   private async send(
     method: HttpMethod,
     key: string,
-    options: { body?: Uint8Array; contentType?: string; maxResponseBytes?: number } = {},
+    options: {
+      body?: Uint8Array;
+      contentType?: string;
+      maxResponseBytes?: number;
+      query?: Record<string, string>;
+    } = {},
   ): Promise<HttpResponse> {
     const url = this.url(key);
+    const query = options.query ?? {};
+    url.search = Object.entries(query)
+      .map(([k, v]) => `${encodeSegment(k)}=${encodeSegment(v)}`)
+      .join('&');
     const credentials = await this.options.credentials();
     const signer = new SignatureV4({
       service: 's3',
@@ -100,7 +126,7 @@ export class S3Client {
         hostname: url.hostname,
         ...(url.port === '' ? {} : { port: Number(url.port) }),
         path: url.pathname,
-        query: {},
+        query,
         headers,
         ...(options.body === undefined ? {} : { body: options.body }),
       },
@@ -186,6 +212,41 @@ export class S3Client {
     if (res.status === 404) return undefined;
     if (res.status < 200 || res.status >= 300) throw this.statusFailure('HEAD', key, res);
     return { size: Number(res.headers['content-length'] ?? 0) };
+  }
+
+  /**
+   * Keys under `prefix` (ListObjectsV2, following continuation tokens), at most `limit`, in key
+   * order.
+   */
+  async listObjects(
+    prefix: string,
+    limit: number,
+  ): Promise<{ key: string; bytes: number; modifiedAt: string }[]> {
+    const out: { key: string; bytes: number; modifiedAt: string }[] = [];
+    let token: string | undefined;
+    do {
+      const query: Record<string, string> = {
+        'list-type': '2',
+        prefix,
+        'max-keys': String(Math.min(1000, limit - out.length)),
+      };
+      if (token !== undefined) query['continuation-token'] = token;
+      const res = await this.send('GET', '', { query, maxResponseBytes: 8 * 1024 * 1024 });
+      if (res.status < 200 || res.status >= 300) throw this.statusFailure('GET', prefix, res);
+      const xml = res.body.toString('utf8');
+      for (const [, block = ''] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
+        const key = xmlText(block, 'Key');
+        if (key === undefined || out.length >= limit) continue;
+        out.push({
+          key,
+          bytes: Number(xmlText(block, 'Size') ?? 0),
+          modifiedAt: new Date(xmlText(block, 'LastModified') ?? 0).toISOString(),
+        });
+      }
+      token =
+        xmlText(xml, 'IsTruncated') === 'true' ? xmlText(xml, 'NextContinuationToken') : undefined;
+    } while (token !== undefined && out.length < limit);
+    return out;
   }
 
   async deleteObject(key: string): Promise<void> {

@@ -88,6 +88,28 @@ describe.skipIf(MOTO_PYTHON === undefined)('S3 dataset root against moto', () =>
     ]);
   });
 
+  it('lists the published versions from the bucket (ListObjectsV2, signed) and pages their records', async () => {
+    const res = await upload('{"input":"x"}\n{"input":"y"}\n{"input":"z"}\n', '?project=listed');
+    expect(res.statusCode).toBe(200);
+    const { path, sha256 } = res.json();
+    const listed = await t.app.server.inject({ url: '/v1alpha1/datasets?project=listed' });
+    expect(listed.statusCode).toBe(200);
+    expect(listed.json().datasets).toEqual([
+      {
+        name: 'evals',
+        versions: [{ path, sha256, bytes: expect.any(Number), publishedAt: expect.any(String) }],
+      },
+    ]);
+    const page = await t.app.server.inject({
+      url: '/v1alpha1/datasets/evals/records?project=listed&page_size=2',
+    });
+    expect(page.json()).toMatchObject({
+      path,
+      total: 3,
+      records: [{ input: 'x' }, { input: 'y' }],
+    });
+  });
+
   it('leaves nothing at any final key when the upload is rejected', async () => {
     const before = await list('team/datasets/');
     const res = await upload(`{"input":"a"}\n{"input":"b","api_key":"${SECRET}"}\n`, '?project=p2');

@@ -1,4 +1,4 @@
-import type { DatasetRoot } from './root.js';
+import type { DatasetRoot, StoredObject } from './root.js';
 import type { S3Client } from './s3-client.js';
 
 /** Parses `s3://bucket/prefix` (prefix optional, no trailing slash kept). */
@@ -46,6 +46,12 @@ export class S3DatasetRoot implements DatasetRoot {
 
   get(key: string, options: { maxBytes: number }): Promise<Buffer | undefined> {
     return this.client.getObject(this.objectKey(key), options.maxBytes);
+  }
+
+  async list(prefix: string, limit: number): Promise<StoredObject[]> {
+    const head = this.objectKey('');
+    const objects = await this.client.listObjects(this.objectKey(prefix), limit);
+    return objects.map((o) => ({ ...o, key: o.key.slice(head.length) }));
   }
 
   close(): Promise<void> {

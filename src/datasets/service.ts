@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
-import type { EvalRecord } from '../core/index.js';
+import { CoreErrors, type EvalRecord } from '../core/index.js';
 import { DatasetErrors } from './error-codes.js';
 import { DATASET_LIMITS, type DatasetLimits } from './limits.js';
 import { DATASET_FORMATS, type DatasetFormat, normalizeDataset, sniffFormat } from './normalize.js';
@@ -27,6 +27,31 @@ export interface DatasetRequest {
   /** `jsonl` or `parquet`; absent or empty = inferred. */
   format?: string | undefined;
 }
+
+/** One published version of a dataset (newest first in a listing). */
+export interface DatasetVersion {
+  path: string;
+  sha256: string;
+  bytes: number;
+  publishedAt: string;
+}
+
+/** A dataset name and its published versions. */
+export interface DatasetView {
+  name: string;
+  versions: DatasetVersion[];
+}
+
+/** A page of a dataset version's records, with the version and how many records it has. */
+export interface DatasetRecordsPage {
+  path: string;
+  total: number;
+  records: EvalRecord[];
+  nextPageToken?: string;
+}
+
+/** Objects a listing reads at most (versions of every dataset of a project). */
+const LIST_LIMIT = 10_000;
 
 /** A request checked against the caller's permission: the project settled, name and format valid. */
 export interface DatasetTarget {
@@ -235,9 +260,85 @@ export class DatasetService {
     return records;
   }
 
+  /** The project's datasets by name, each with its versions newest first (`datasets.read`). */
+  async list(caller: Principal, project: string | undefined): Promise<DatasetView[]> {
+    const p = authorize(caller, 'datasets.read', project);
+    const byName = new Map<string, DatasetVersion[]>();
+    for (const object of await this.deps.root.list(`datasets/${p}/`, LIST_LIMIT)) {
+      let parts: { name: string; sha256: string };
+      try {
+        parts = parseDatasetPath(object.key, p);
+      } catch {
+        continue;
+      }
+      const versions = byName.get(parts.name) ?? [];
+      versions.push({
+        path: object.key,
+        sha256: parts.sha256,
+        bytes: object.bytes,
+        publishedAt: object.modifiedAt,
+      });
+      byName.set(parts.name, versions);
+    }
+    return [...byName.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([name, versions]) => ({
+        name,
+        versions: versions.sort((a, b) => b.publishedAt.localeCompare(a.publishedAt)),
+      }));
+  }
+
+  /**
+   * A page of one version's records (`sha256`; the newest version when absent), for previews.
+   * The token is the offset of the next record.
+   */
+  async records(
+    caller: Principal,
+    request: { project?: string | undefined; name: string; sha256?: string | undefined },
+    page: { pageSize: number; pageToken?: string | undefined },
+  ): Promise<DatasetRecordsPage> {
+    const p = authorize(caller, 'datasets.read', request.project);
+    if (!NAME_PATTERN.test(request.name) || !/^([0-9a-f]{64})?$/.test(request.sha256 ?? '')) {
+      throw DatasetErrors.DATASET_NOT_FOUND(`no dataset "${request.name}" in project "${p}"`);
+    }
+    let path: string;
+    if (request.sha256 === undefined || request.sha256 === '') {
+      const dataset = (await this.list(caller, p)).find((d) => d.name === request.name);
+      const newest = dataset?.versions[0];
+      if (newest === undefined) {
+        throw DatasetErrors.DATASET_NOT_FOUND(`no dataset "${request.name}" in project "${p}"`);
+      }
+      path = newest.path;
+    } else {
+      path = datasetPath(p, request.name, request.sha256);
+    }
+    const offset = decodeOffset(page.pageToken);
+    const all = await this.read(p, path);
+    const end = Math.min(all.length, offset + page.pageSize);
+    return {
+      path,
+      total: all.length,
+      records: all.slice(offset, end),
+      ...(end < all.length
+        ? { nextPageToken: Buffer.from(String(end)).toString('base64url') }
+        : {}),
+    };
+  }
+
   close(): Promise<void> {
     return this.deps.root.close();
   }
+}
+
+function decodeOffset(token: string | undefined): number {
+  if (token === undefined || token === '') return 0;
+  const text = Buffer.from(token, 'base64url').toString('utf8');
+  if (!/^\d{1,9}$/.test(text)) {
+    throw CoreErrors.INVALID_ARGUMENT('page_token is not a token this server issued', {
+      details: [{ path: 'page_token', message: 'malformed page token' }],
+    });
+  }
+  return Number(text);
 }
 
 /** The format an import key's extension names; undefined = sniffed from the content. */

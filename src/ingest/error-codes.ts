@@ -5,6 +5,10 @@ export const IngestErrors = defineErrors({
     kind: 'not_found',
     doc: 'No completed trace with that id in the project, or the caller’s grant does not cover it.',
   },
+  TRACE_CHANGED: {
+    kind: 'aborted',
+    doc: 'The trace changed (late spans completed it again) while its trajectory was read page by page; read it again from the first page.',
+  },
   OTLP_UNSUPPORTED_ENCODING: {
     kind: 'unsupported_media_type',
     doc: 'The OTLP body uses a Content-Encoding other than gzip, deflate or identity.',

@@ -39,7 +39,7 @@ export {
   TraceCompleter,
   type TraceNormalizer,
 } from './pipeline.js';
-export { TraceQueries } from './queries.js';
+export { TraceQueries, type TrajectoryPage } from './queries.js';
 export { traceSummaryView } from './summary.js';
 export type {
   DecodedLogs,

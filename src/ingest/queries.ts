@@ -1,7 +1,25 @@
-import { authorize, coversTrace, grantFilter, type Principal } from '../auth/index.js';
-import type { EvalRecord } from '../core/index.js';
-import type { Page, PageRequest, Store, StoredTrace, TraceFilter } from '../store/index.js';
+import {
+  authorize,
+  coversTrace,
+  DEFAULT_PROJECT,
+  grantFilter,
+  type Principal,
+} from '../auth/index.js';
+import { CoreErrors, type EvalRecord, type Step } from '../core/index.js';
+import type {
+  Page,
+  PageRequest,
+  ScoredTrace,
+  Store,
+  StoredTrace,
+  TraceFilter,
+} from '../store/index.js';
 import { IngestErrors } from './error-codes.js';
+
+/** A page of a trace's trajectory, and how many steps it has in all. */
+export interface TrajectoryPage extends Page<Step> {
+  total: number;
+}
 
 /** Reading traces: permission, project and the key's grant (services, labels) applied. */
 export class TraceQueries {
@@ -17,6 +35,11 @@ export class TraceQueries {
     const grant = grantFilter(principal, filter.labels);
     if (grant === undefined) return { items: [] };
     return this.store.traces.list({ ...filter, project, ...grant }, page);
+  }
+
+  /** The latest results per policy of traces the caller has listed, in their order. */
+  latestResults(traces: readonly StoredTrace[]): Promise<ScoredTrace['policies'][]> {
+    return this.store.results.latestOf(traces);
   }
 
   /**
@@ -40,4 +63,68 @@ export class TraceQueries {
     }
     return found;
   }
+
+  /**
+   * One page of a trace's trajectory, in the record's step order: a trace of many thousand
+   * steps is read in pages instead of one answer a browser would have to parse at once. The
+   * token remembers the trace version; a trace completed again meanwhile answers TRACE_CHANGED.
+   */
+  async trajectory(
+    principal: Principal,
+    project: string | undefined,
+    traceId: string,
+    page: PageRequest,
+  ): Promise<TrajectoryPage> {
+    const { trace, record } = await this.get(principal, project, traceId);
+    const steps = record.trajectory ?? [];
+    const from = page.pageToken === undefined ? 0 : decodeStepToken(page.pageToken, trace.digest);
+    const to = Math.min(steps.length, from + page.pageSize);
+    return {
+      items: steps.slice(from, to),
+      total: steps.length,
+      ...(to < steps.length ? { nextPageToken: encodeStepToken(to, trace.digest) } : {}),
+    };
+  }
+
+  /** The projects the caller may read traces of: its key's, or (open) every project with traces. */
+  async projects(principal: Principal): Promise<string[]> {
+    if (principal.project !== undefined) return [principal.project];
+    const stored = await this.store.traces.projects();
+    return stored.includes(DEFAULT_PROJECT) ? stored : [DEFAULT_PROJECT, ...stored].sort();
+  }
+}
+
+/** The digest's first characters are enough to tell a changed trace. */
+const DIGEST_PREFIX = 16;
+
+function encodeStepToken(offset: number, digest: string): string {
+  return Buffer.from(JSON.stringify([offset, digest.slice(0, DIGEST_PREFIX)])).toString(
+    'base64url',
+  );
+}
+
+function decodeStepToken(token: string, digest: string): number {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 2 ||
+    !Number.isSafeInteger(parsed[0]) ||
+    (parsed[0] as number) < 0 ||
+    typeof parsed[1] !== 'string'
+  ) {
+    throw CoreErrors.INVALID_ARGUMENT('page_token is not a token this server issued', {
+      details: [{ path: 'page_token', message: 'malformed page token' }],
+    });
+  }
+  if (parsed[1] !== digest.slice(0, DIGEST_PREFIX)) {
+    throw IngestErrors.TRACE_CHANGED(
+      'the trace changed since the first page of its trajectory was read; read it again from the first page',
+    );
+  }
+  return parsed[0] as number;
 }

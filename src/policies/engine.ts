@@ -558,6 +558,16 @@ export class PolicyEngine {
         changedAt: firing === wasFiring && state !== undefined ? state.changedAt : now,
       });
       if (firing === wasFiring) continue;
+      await tx.alerts.addTransition({
+        project: policy.project,
+        policy: policy.name,
+        metric: alert.metric,
+        at: now,
+        firing,
+        mean,
+        n,
+        below: alert.below,
+      });
       const event: WebhookEvent = {
         type: firing ? 'alert.fired' : 'alert.resolved',
         project: policy.project,

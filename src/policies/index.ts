@@ -37,4 +37,11 @@ export {
   parsePolicy,
 } from './resource.js';
 export { ScoreQueries, type ScoresEntry, scoresEntry } from './scores.js';
-export { PolicyService, type PolicyServiceDeps, type PolicyView } from './service.js';
+export type { ScoreSeries, SeriesAlert, SeriesPoint } from './series.js';
+export {
+  PolicyService,
+  type PolicyServiceDeps,
+  type PolicyView,
+  type SeriesAnswer,
+  type SeriesQuery,
+} from './service.js';

@@ -89,6 +89,8 @@ const PolicyResourceSchema = z.strictObject({
     updatedAt: z.string().optional(),
   }),
   spec: PolicySpecSchema,
+  // Output-only (the alert states `get` shows), ignored on apply.
+  status: z.unknown().optional(),
 });
 
 /** A policy as applied: the resource's identity and its spec with defaults filled in. */

@@ -1,10 +1,29 @@
-import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
-import { type Clock, isTouchstoneError } from '../core/index.js';
+import {
+  type AuditLogger,
+  audited,
+  authorize,
+  grantFilter,
+  type Principal,
+} from '../auth/index.js';
+import { type Clock, CoreErrors, isTouchstoneError } from '../core/index.js';
 import type { EvaluatorRegistry, Judge } from '../evaluators/index.js';
 import type { OutboundGuard } from '../net/index.js';
-import type { Page, PageRequest, PolicyRecord, Store } from '../store/index.js';
+import type { AlertState, Page, PageRequest, PolicyRecord, Store } from '../store/index.js';
 import { PolicyErrors } from './error-codes.js';
-import { compilePolicy, parsePolicy, policyResource, policyView } from './resource.js';
+import {
+  compilePolicy,
+  DEFAULT_WINDOW_MS,
+  parsePolicy,
+  policyResource,
+  policyView,
+} from './resource.js';
+import {
+  buildSeries,
+  durationText,
+  type PolicyMetrics,
+  type ScoreSeries,
+  transitionView,
+} from './series.js';
 
 export interface PolicyServiceDeps {
   store: Store;
@@ -23,6 +42,50 @@ export type PolicyView = Record<string, unknown>;
 
 /** Traces re-queued per page by a rescore. */
 const RESCORE_PAGE = 500;
+
+/** Alert transitions one series request returns at most (the earliest in the range). */
+const MAX_TRANSITIONS = 1000;
+
+/** Buckets one series request answers at most: a chart's width in points. */
+const MAX_BUCKETS = 1000;
+const DAY_MS = 24 * 3600 * 1000;
+
+/** The longest stage window (resource.ts): buckets this far before `since` feed window means. */
+const MAX_WINDOW_MS = 30 * 24 * 3600 * 1000;
+
+export interface SeriesQuery {
+  project?: string;
+  policy?: string;
+  evaluator?: string;
+  labels: Record<string, string>;
+  /** Epoch ms; default `until` − 24 h. */
+  since?: number;
+  /** Epoch ms, exclusive; default now. */
+  until?: number;
+  bucketMs: number;
+}
+
+export interface SeriesAnswer {
+  project: string;
+  since: string;
+  until: string;
+  bucket: string;
+  series: ScoreSeries[];
+  transitions: ReturnType<typeof transitionView>[];
+}
+
+/** A policy's alert states as its view's `status.alerts` shows them. */
+function alertStatus(states: readonly AlertState[], policy: string) {
+  return states
+    .filter((s) => s.policy === policy)
+    .map((s) => ({
+      metric: s.metric,
+      firing: s.firing,
+      mean: s.mean,
+      n: s.n,
+      changedAt: new Date(s.changedAt).toISOString(),
+    }));
+}
 
 /**
  * The OnlineEvalPolicy resource's operations (REST and CLI). A policy applies to traces stored
@@ -92,11 +155,96 @@ export class PolicyService {
   ): Promise<Page<PolicyView>> {
     const p = authorize(caller, 'policies.read', project);
     const result = await this.deps.store.policies.list(p, page);
-    return { ...result, items: result.items.map(policyView) };
+    const states = result.items.length === 0 ? [] : await this.deps.store.alerts.statesOf(p);
+    return { ...result, items: result.items.map((r) => this.withStatus(r, states)) };
   }
 
+  /** The policy with `status.alerts`: each alerted metric's stored state (firing, mean, n). */
   async get(caller: Principal, project: string | undefined, name: string): Promise<PolicyView> {
-    return policyView(await this.find(caller, 'policies.read', project, name));
+    const policy = await this.find(caller, 'policies.read', project, name);
+    return this.withStatus(policy, await this.deps.store.alerts.statesOf(policy.project));
+  }
+
+  private withStatus(policy: PolicyRecord, states: readonly AlertState[]): PolicyView {
+    return { ...policyView(policy), status: { alerts: alertStatus(states, policy.name) } };
+  }
+
+  /**
+   * Each policy metric's scores over time (`traces.read`: they are the traces' scores), with
+   * window means, alert thresholds and states, and the alert transitions in the range.
+   */
+  async series(caller: Principal, request: SeriesQuery): Promise<SeriesAnswer> {
+    const project = authorize(caller, 'traces.read', request.project);
+    const until = request.until ?? this.deps.clock.now();
+    const query = { ...request, until, since: request.since ?? until - DAY_MS };
+    if (query.since >= until) {
+      throw CoreErrors.INVALID_ARGUMENT('since must be before until', {
+        details: [{ path: 'since', message: 'must be before until' }],
+      });
+    }
+    if ((until - query.since) / query.bucketMs > MAX_BUCKETS) {
+      throw CoreErrors.INVALID_ARGUMENT(
+        `the range holds more than ${MAX_BUCKETS} buckets; choose a larger bucket or a shorter range`,
+        { details: [{ path: 'bucket', message: `at most ${MAX_BUCKETS} buckets per range` }] },
+      );
+    }
+    const grant = grantFilter(caller, query.labels);
+    const { store } = this.deps;
+    const records = await store.policies.listAll(project);
+    const policies = new Map<string, PolicyMetrics>();
+    let longest = DEFAULT_WINDOW_MS;
+    for (const record of records) {
+      try {
+        const compiled = compilePolicy(
+          parsePolicy(record.resource),
+          project,
+          record.generation,
+          this.deps.registry,
+        );
+        policies.set(record.name, compiled);
+        for (const ms of compiled.windows.values()) longest = Math.max(longest, ms);
+      } catch {
+        // A policy this build can no longer compile: its metrics get the default window.
+      }
+    }
+    const from = query.since - Math.min(longest, MAX_WINDOW_MS);
+    const buckets =
+      grant === undefined
+        ? []
+        : await store.results.aggregate({
+            project,
+            ...(query.policy === undefined ? {} : { policy: query.policy }),
+            ...(query.evaluator === undefined ? {} : { evaluator: query.evaluator }),
+            labels: grant.labels,
+            ...(grant.services === undefined ? {} : { services: grant.services }),
+            since: from - (from % query.bucketMs),
+            until: query.until,
+            bucketMs: query.bucketMs,
+          });
+    const transitions = await store.alerts.transitions(
+      project,
+      {
+        ...(query.policy === undefined ? {} : { policy: query.policy }),
+        since: query.since,
+        until: query.until,
+      },
+      MAX_TRANSITIONS,
+    );
+    return {
+      project,
+      since: new Date(query.since).toISOString(),
+      until: new Date(query.until).toISOString(),
+      bucket: durationText(query.bucketMs),
+      series: buildSeries({
+        buckets,
+        since: query.since,
+        bucketMs: query.bucketMs,
+        policies,
+        states: await store.alerts.statesOf(project),
+        defaultWindowMs: DEFAULT_WINDOW_MS,
+      }),
+      transitions: transitions.map(transitionView),
+    };
   }
 
   /** Deletes the policy; its stored results, windows and alert states stay readable. */

@@ -1,5 +1,11 @@
 import { CompiledQuery, type Kysely, type Selectable } from 'kysely';
-import type { AlertState, AlertStore, MetricPoint, StoreDialect } from './ports.js';
+import type {
+  AlertState,
+  AlertStore,
+  AlertTransition,
+  MetricPoint,
+  StoreDialect,
+} from './ports.js';
 import type { AlertStatesTable, Database } from './schema.js';
 
 /** Rows per multi-row INSERT (SQLite binds at most 32766 parameters per statement). */
@@ -127,6 +133,62 @@ export class KyselyAlertStore implements AlertStore {
       .orderBy('metric')
       .execute();
     return rows.map(stateFromRow);
+  }
+
+  async statesOf(project: string): Promise<AlertState[]> {
+    const rows = await this.db
+      .selectFrom('alert_states')
+      .selectAll()
+      .where('project', '=', project)
+      .orderBy('policy')
+      .orderBy('metric')
+      .execute();
+    return rows.map(stateFromRow);
+  }
+
+  async addTransition(t: AlertTransition): Promise<void> {
+    await this.db
+      .insertInto('alert_transitions')
+      .values({
+        project: t.project,
+        policy: t.policy,
+        metric: t.metric,
+        at: t.at,
+        firing: t.firing ? 1 : 0,
+        mean: t.mean,
+        n: t.n,
+        below: t.below,
+      })
+      .execute();
+  }
+
+  async transitions(
+    project: string,
+    filter: { policy?: string; since: number; until: number },
+    limit: number,
+  ): Promise<AlertTransition[]> {
+    let q = this.db
+      .selectFrom('alert_transitions')
+      .selectAll()
+      .where('project', '=', project)
+      .where('at', '>=', filter.since)
+      .where('at', '<', filter.until)
+      .orderBy('at')
+      .orderBy('policy')
+      .orderBy('metric')
+      .limit(limit);
+    if (filter.policy !== undefined) q = q.where('policy', '=', filter.policy);
+    const rows = await q.execute();
+    return rows.map((r) => ({
+      project: r.project,
+      policy: r.policy,
+      metric: r.metric,
+      at: r.at,
+      firing: r.firing === 1,
+      mean: r.mean,
+      n: r.n,
+      below: r.below,
+    }));
   }
 
   async trimWindow(

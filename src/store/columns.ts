@@ -37,15 +37,30 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * `labels` (a JSON object column) has `key` = `value`; the same text as the traces list, so the
- * scores list filters labels the same way.
+ * `labels` (a JSON object column) holds every `key` = `value` pair; undefined for none. The same
+ * text for the traces list, the scores list and score aggregates, so they filter labels alike.
+ * On PostgreSQL it is one containment test: the planner estimates a conjunction of `->>`
+ * comparisons (0.5% each) as so selective that it reads every trace and sorts instead of walking
+ * the start-time index, which made two labels on a million traces take seconds instead of a
+ * millisecond.
  */
-export function labelEquals(
+export function labelsMatch(
   dialect: StoreDialect,
-  key: string,
-  value: string,
-): Expression<SqlBool> {
-  return dialect === 'postgres'
-    ? sql<SqlBool>`(labels::jsonb ->> ${key}) = ${value}`
-    : sql<SqlBool>`json_extract(labels, ${`$."${key.replaceAll('"', '""')}"`}) = ${value}`;
+  labels: Readonly<Record<string, string>> | undefined,
+): Expression<SqlBool> | undefined {
+  const pairs = Object.entries(labels ?? {});
+  if (pairs.length === 0) return undefined;
+  if (dialect === 'postgres') {
+    return sql<SqlBool>`labels::jsonb @> ${JSON.stringify(Object.fromEntries(pairs))}::jsonb`;
+  }
+  // SQLite's `->>` reads a plain key directly; it cannot address a key with a double quote or
+  // one starting with `$` (a path), which are looked up among the object's members instead.
+  return sql<SqlBool>`${sql.join(
+    pairs.map(([key, value]) =>
+      key.includes('"') || key.startsWith('$')
+        ? sql`exists (select 1 from json_each(labels) where key = ${key} and value = ${value})`
+        : sql`(labels ->> ${key}) = ${value}`,
+    ),
+    sql` and `,
+  )}`;
 }

@@ -16,11 +16,13 @@ import type {
   DetachedEvents,
   EvalRecord,
   NormalizedTrace,
+  Outcome,
   Result,
   Role,
   Span,
   TraceRoot,
   TraceSummary,
+  Usage,
 } from '../core/index.js';
 
 export type { Role } from '../core/index.js';
@@ -165,6 +167,8 @@ export interface StoredTrace extends TraceSummary {
   /** Content digest of the record (changes when late spans change the trace). */
   digest: string;
   completedAt: string;
+  /** The record's token counts and cost; absent when it has none or was stored before them. */
+  usage?: Omit<Usage, 'latencyMs'>;
 }
 
 export interface TraceFilter {
@@ -181,6 +185,13 @@ export interface TraceFilter {
   source?: string;
   /** Restricts to these services (a key's grant). */
   services?: readonly string[];
+  /**
+   * Traces with a stored result (any version) of this policy, evaluator and outcome; given
+   * together, one result must match all of them.
+   */
+  policy?: string;
+  evaluator?: string;
+  outcome?: Outcome;
 }
 
 export interface CompletionResult {
@@ -225,6 +236,8 @@ export interface TraceStore {
   ): Promise<{ traceId: string; digest: string; startMs: number }[]>;
   /** Traces not yet complete. */
   countOpen(): Promise<number>;
+  /** Projects with at least one stored trace, by name. */
+  projects(): Promise<string[]>;
 }
 
 /**
@@ -522,6 +535,39 @@ export interface ResultStore {
    * undefined when it has none or is open again (a late span arrived).
    */
   forTrace(project: string, traceId: string): Promise<ScoredTrace | undefined>;
+  /** The latest results per policy of each trace (as `forTrace`), in the order asked. */
+  latestOf(
+    traces: readonly { project: string; traceId: string }[],
+  ): Promise<ScoredTrace['policies'][]>;
+  /**
+   * Numeric scores (pass/fail as 1/0) of results scored in [since, until), counted and summed
+   * per policy, evaluator, score name and time bucket (`bucketStart` = scoredAt rounded down to
+   * a multiple of `bucketMs`). Skipped and errored results and label scores are left out.
+   */
+  aggregate(filter: ScoreAggregateFilter): Promise<ScoreBucket[]>;
+}
+
+export interface ScoreAggregateFilter {
+  project: string;
+  policy?: string;
+  evaluator?: string;
+  /** Every pair must match the trace's labels. */
+  labels?: Record<string, string>;
+  /** Restricts to traces of these services (a key's grant). */
+  services?: readonly string[];
+  since: number;
+  until: number;
+  bucketMs: number;
+}
+
+export interface ScoreBucket {
+  policy: string;
+  evaluator: string;
+  /** The score's name (the metric alerts name). */
+  metric: string;
+  bucketStart: number;
+  n: number;
+  sum: number;
 }
 
 /** A point of a policy metric's window (pass/fail as 1/0, numbers as is). */
@@ -545,6 +591,18 @@ export interface AlertState {
   changedAt: number;
 }
 
+/** An alert that fired or resolved, with the window it saw and the threshold then. */
+export interface AlertTransition {
+  project: string;
+  policy: string;
+  metric: string;
+  at: number;
+  firing: boolean;
+  mean: number;
+  n: number;
+  below: number;
+}
+
 export interface AlertStore {
   addPoints(points: readonly MetricPoint[]): Promise<void>;
   /** Mean and count of a metric's points at or after `since` (mean 0 when there are none). */
@@ -562,6 +620,16 @@ export interface AlertStore {
   saveState(state: AlertState): Promise<void>;
   /** Every alert state (the gauges). */
   states(): Promise<AlertState[]>;
+  /** One project's alert states, by policy and metric. */
+  statesOf(project: string): Promise<AlertState[]>;
+  /** Records a transition (call in the transaction that saved the new state). */
+  addTransition(transition: AlertTransition): Promise<void>;
+  /** A project's transitions in [since, until), oldest first, at most `limit`. */
+  transitions(
+    project: string,
+    filter: { policy?: string; since: number; until: number },
+    limit: number,
+  ): Promise<AlertTransition[]>;
   /**
    * Deletes one metric's points older than `before` (its window's start), so the table holds
    * only what windows can still read. Returns how many.

@@ -69,6 +69,8 @@ export interface TracesTable {
   root: Generated<string | null>;
   /** When results were last stored for the trace (any policy); null until first scored. */
   scored_at: Generated<number | null>;
+  /** JSON of the record's token usage (latency left out); null before it was recorded. */
+  usage: Generated<string | null>;
 }
 
 export interface SpanChunksTable {
@@ -182,6 +184,19 @@ export interface AlertStatesTable {
   mean: number;
   n: number;
   changed_at: number;
+}
+
+/** One alert transition (fired or resolved), kept for the scores chart. */
+export interface AlertTransitionsTable {
+  project: string;
+  policy: string;
+  metric: string;
+  at: number;
+  /** 1 = fired, 0 = resolved. */
+  firing: number;
+  mean: number;
+  n: number;
+  below: number;
 }
 
 export interface JudgeBudgetsTable {
@@ -376,6 +391,7 @@ export interface Database {
   results: ResultsTable;
   metric_points: MetricPointsTable;
   alert_states: AlertStatesTable;
+  alert_transitions: AlertTransitionsTable;
   judge_budgets: JudgeBudgetsTable;
   sources: SourcesTable;
   source_states: SourceStatesTable;

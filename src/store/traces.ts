@@ -20,7 +20,7 @@ import {
   type TraceRoot,
 } from '../core/index.js';
 import { batches, placeholders } from './batches.js';
-import { toIso, toMillis } from './columns.js';
+import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
   CompletionResult,
@@ -124,6 +124,7 @@ export const SUMMARY_COLUMNS = [
   'digest',
   'completed_at',
   'last_span_at',
+  'usage',
 ] as const;
 
 export function fromRow(
@@ -142,7 +143,34 @@ export function fromRow(
     source: row.source,
     digest: row.digest,
     completedAt: toIso(row.completed_at ?? row.last_span_at),
+    ...(row.usage === null ? {} : { usage: JSON.parse(row.usage) as StoredTrace['usage'] }),
   };
+}
+
+/**
+ * The trace (`traces` in the outer query) has a stored result of this policy, evaluator and
+ * outcome (one result matching all given); undefined when none is given.
+ */
+export function resultsExist(filter: {
+  policy?: string | undefined;
+  evaluator?: string | undefined;
+  outcome?: string | undefined;
+}): Expression<SqlBool> | undefined {
+  const conditions = [
+    sql`results.project = traces.project`,
+    sql`results.trace_id = traces.trace_id`,
+  ];
+  if (filter.policy !== undefined) conditions.push(sql`results.policy = ${filter.policy}`);
+  if (filter.evaluator !== undefined) conditions.push(sql`results.evaluator = ${filter.evaluator}`);
+  if (filter.outcome !== undefined) conditions.push(sql`results.outcome = ${filter.outcome}`);
+  if (conditions.length === 2) return undefined;
+  return sql<SqlBool>`exists (select 1 from results where ${sql.join(conditions, sql` and `)})`;
+}
+
+/** The record's token counts and cost for the `usage` column (null when it has none). */
+function usageColumn(record: EvalRecord): string | null {
+  const { latencyMs: _latency, ...usage } = record.usage ?? {};
+  return Object.keys(usage).length === 0 ? null : JSON.stringify(usage);
 }
 
 export class KyselyTraceStore implements TraceStore {
@@ -325,9 +353,9 @@ export class KyselyTraceStore implements TraceStore {
       CompiledQuery.raw(
         `update traces set completed_at = ${p(1)}, service = ${p(2)}, name = ${p(3)}, start_ms = ${p(4)},
            duration_ms = ${p(5)}, steps = ${p(6)}, error = ${p(7)}, labels = ${p(8)}, digest = ${p(9)},
-           record = ${p(10)}, root = ${p(11)}
-         where project = ${p(12)} and trace_id = ${p(13)} and completed_at is null
-           and last_span_at = ${p(14)} and digest = ${p(15)}`,
+           record = ${p(10)}, root = ${p(11)}, usage = ${p(12)}
+         where project = ${p(13)} and trace_id = ${p(14)} and completed_at is null
+           and last_span_at = ${p(15)} and digest = ${p(16)}`,
         [
           now,
           // PostgreSQL text cannot hold NUL; span data is JSON (escaped), these columns are not.
@@ -341,6 +369,7 @@ export class KyselyTraceStore implements TraceStore {
           digest,
           JSON.stringify(trace.record),
           trace.root === undefined ? null : JSON.stringify(trace.root),
+          usageColumn(trace.record),
           pending.project,
           pending.traceId,
           pending.lastSpanAt,
@@ -352,18 +381,12 @@ export class KyselyTraceStore implements TraceStore {
     return { completed, changed: completed && previous !== digest };
   }
 
-  private labelEquals(key: string, value: string): Expression<SqlBool> {
-    return this.dialect === 'postgres'
-      ? sql<SqlBool>`(labels::jsonb ->> ${key}) = ${value}`
-      : sql<SqlBool>`json_extract(labels, ${`$."${key.replaceAll('"', '""')}"`}) = ${value}`;
-  }
-
   async list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>> {
     const limit = pageLimit(page);
     const after = decodePageToken(page.pageToken);
     let q = this.db
       .selectFrom('traces')
-      .selectAll()
+      .select([...SUMMARY_COLUMNS])
       .where('completed_at', 'is not', null)
       .orderBy('start_ms', 'desc')
       .orderBy('trace_id', 'desc')
@@ -382,7 +405,10 @@ export class KyselyTraceStore implements TraceStore {
     if (filter.error !== undefined) q = q.where('error', '=', filter.error ? 1 : 0);
     if (filter.since !== undefined) q = q.where('start_ms', '>=', toMillis(filter.since, 'since'));
     if (filter.until !== undefined) q = q.where('start_ms', '<', toMillis(filter.until, 'until'));
-    for (const [k, v] of Object.entries(filter.labels ?? {})) q = q.where(this.labelEquals(k, v));
+    const labels = labelsMatch(this.dialect, filter.labels);
+    if (labels !== undefined) q = q.where(labels);
+    const scored = resultsExist(filter);
+    if (scored !== undefined) q = q.where(scored);
     if (after !== undefined) {
       q = q.where((eb) =>
         eb(eb.refTuple('start_ms', 'trace_id'), '<', eb.tuple(after.at, after.id)),
@@ -447,5 +473,18 @@ export class KyselyTraceStore implements TraceStore {
       .where('completed_at', 'is', null)
       .executeTakeFirst();
     return Number(row?.n ?? 0);
+  }
+
+  async projects(): Promise<string[]> {
+    // A loose index scan (one index probe per project): `select distinct` would read every row.
+    const result = await sql<{ project: string }>`
+      with recursive p(project) as (
+        select min(project) from traces
+        union all
+        select (select min(t.project) from traces t where t.project > p.project)
+        from p where p.project is not null
+      )
+      select project from p where project is not null`.execute(this.db);
+    return result.rows.map((r) => r.project);
   }
 }

@@ -7,10 +7,10 @@ import type {
   DatasetTarget,
 } from '../../datasets/index.js';
 import { DatasetErrors } from '../../datasets/index.js';
-import type { Query } from '../context.js';
+import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
 import { sendError } from '../errors.js';
-import { parseQuery } from '../validate.js';
+import { pageOf, parseQuery } from '../validate.js';
 
 const UploadQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
@@ -62,6 +62,31 @@ export async function datasetRoutes(
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_request, body, done) =>
     done(null, body),
   );
+
+  app.get('/v1alpha1/datasets', async (request) => ({
+    datasets: await datasets.list(request.principal, one(request.query as Query, 'project')),
+  }));
+
+  // One version's records (`sha256`; the newest version when absent), paged: a preview.
+  app.get('/v1alpha1/datasets/:name/records', async (request) => {
+    const query = request.query as Query;
+    const { project, page } = pageOf(query);
+    const result = await datasets.records(
+      request.principal,
+      {
+        project,
+        name: (request.params as { name: string }).name,
+        sha256: one(query, 'sha256'),
+      },
+      page,
+    );
+    return {
+      path: result.path,
+      total: result.total,
+      records: result.records,
+      ...(result.nextPageToken === undefined ? {} : { next_page_token: result.nextPageToken }),
+    };
+  });
 
   app.post(
     '/v1alpha1/datasets/:name/upload',

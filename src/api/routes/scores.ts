@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { parseDuration } from '../../config/index.js';
 import { type TraceQueries, traceSummaryView } from '../../ingest/index.js';
-import type { ScoreQueries } from '../../policies/index.js';
+import type { PolicyService, ScoreQueries } from '../../policies/index.js';
 import { one, type Query } from '../context.js';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parseQuery } from '../validate.js';
 import { parseLabelFilters } from './traces.js';
@@ -16,11 +17,57 @@ const ListQuerySchema = z.strictObject({
   page_token: z.string().optional(),
 });
 
-/** `GET /v1alpha1/scores` (bulk, newest scored first) and `GET /v1alpha1/traces/{id}/scores`. */
+const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
+
+const bucket = z
+  .string()
+  .transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < MINUTE || ms > 7 * DAY) {
+      ctx.addIssue({ code: 'custom', message: 'a duration from 1m to 168h, such as 5m or 1h' });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .default(60 * MINUTE);
+
+const AggregateQuerySchema = z.strictObject({
+  project: z.string().min(1).optional(),
+  policy: z.string().min(1).optional(),
+  evaluator: z.string().min(1).optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  until: z.iso.datetime({ offset: true }).optional(),
+  bucket,
+});
+
+/**
+ * `GET /v1alpha1/scores` (bulk, newest scored first), `GET /v1alpha1/scores:aggregate` (each
+ * policy metric over time) and `GET /v1alpha1/traces/{id}/scores`.
+ */
 export async function scoreRoutes(
   app: FastifyInstance,
-  { scores, traces }: { scores: ScoreQueries; traces: TraceQueries },
+  {
+    scores,
+    traces,
+    policies,
+  }: { scores: ScoreQueries; traces: TraceQueries; policies: PolicyService },
 ): Promise<void> {
+  // `::` is a literal colon (find-my-way's escape).
+  app.get('/v1alpha1/scores::aggregate', async (request) => {
+    const query = request.query as Query;
+    const q = parseQuery(AggregateQuerySchema, query, ['labels']);
+    return policies.series(request.principal, {
+      ...(q.project === undefined ? {} : { project: q.project }),
+      ...(q.policy === undefined ? {} : { policy: q.policy }),
+      ...(q.evaluator === undefined ? {} : { evaluator: q.evaluator }),
+      labels: parseLabelFilters(query.labels),
+      ...(q.since === undefined ? {} : { since: Date.parse(q.since) }),
+      ...(q.until === undefined ? {} : { until: Date.parse(q.until) }),
+      bucketMs: q.bucket,
+    });
+  });
+
   app.get('/v1alpha1/scores', async (request) => {
     const query = request.query as Query;
     const q = parseQuery(ListQuerySchema, query, ['labels']);

@@ -21,6 +21,7 @@ const root: DatasetRoot = {
     puts.push(key);
   },
   get: async () => undefined,
+  list: async () => [],
   close: async () => {},
 };
 

@@ -8,6 +8,7 @@ import { runs } from './0006-runs.js';
 import { idempotency } from './0007-idempotency.js';
 import { sourceStoreIds } from './0008-source-store-ids.js';
 import { writeBackDeadLetters } from './0009-write-back-dead-letters.js';
+import { readViews } from './0010-read-views.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -23,4 +24,5 @@ export const MIGRATIONS: readonly Migration[] = [
   idempotency,
   sourceStoreIds,
   writeBackDeadLetters,
+  readViews,
 ];

@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import type { TraceQueries } from '../../ingest/index.js';
+
+/**
+ * `GET /v1alpha1/whoami`: who the request acts as (a key's id, project, roles, permissions and
+ * read scope, or the open principal without auth) and the projects it may read, so a client
+ * (the web UI) can show them and offer only what the credential allows. Never a secret.
+ */
+export async function whoamiRoutes(
+  app: FastifyInstance,
+  { traces }: { traces: TraceQueries },
+): Promise<void> {
+  app.get('/v1alpha1/whoami', async (request) => {
+    const p = request.principal;
+    return {
+      kind: p.kind,
+      ...(p.kind === 'key' ? { keyId: p.id } : {}),
+      ...(p.project === undefined ? {} : { project: p.project }),
+      roles: p.roles,
+      permissions: [...p.permissions].sort(),
+      ...(p.scope === undefined ? {} : { scope: p.scope }),
+      projects: await traces.projects(p),
+    };
+  });
+}
