@@ -87,13 +87,65 @@ export function globMatch(glob: string, text: string): boolean {
   return g === glob.length;
 }
 
-/** `accessToken` → `access_token`, `X-Api-Key` → `x_api_key`, `APIKey` → `api_key`. */
+function isUpper(c: number): boolean {
+  return c >= 0x41 && c <= 0x5a;
+}
+
+function isLower(c: number): boolean {
+  return c >= 0x61 && c <= 0x7a;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+/** What `\s` matches in a JavaScript regular expression. */
+function isJsSpace(c: number): boolean {
+  return (
+    (c >= 0x09 && c <= 0x0d) ||
+    c === 0x20 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+/**
+ * `accessToken` → `access_token`, `X-Api-Key` → `x_api_key`, `APIKey` → `api_key`.
+ *
+ * One pass, linear in the key's length (keys are untrusted and may be huge): an underscore goes
+ * before a capital that follows a lowercase letter or digit, and before the last capital of a run
+ * of capitals that a lowercase letter follows (`APIKey`); dashes and whitespace become
+ * underscores. The regex chain this replaces backtracked quadratically on runs of capitals.
+ */
 export function wordForm(segment: string): string {
-  return segment
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .replace(/[-\s]/g, '_')
-    .toLowerCase();
+  let out = '';
+  let from = 0;
+  const n = segment.length;
+  for (let i = 0; i < n; i++) {
+    const c = segment.charCodeAt(i);
+    if (isUpper(c) && i > 0) {
+      const prev = segment.charCodeAt(i - 1);
+      if (
+        isLower(prev) ||
+        isDigit(prev) ||
+        (isUpper(prev) && i + 1 < n && isLower(segment.charCodeAt(i + 1)))
+      ) {
+        out += `${segment.slice(from, i)}_`;
+        from = i;
+      }
+    } else if (c === 0x2d || isJsSpace(c)) {
+      out += `${segment.slice(from, i)}_`;
+      from = i + 1;
+    }
+  }
+  return (from === 0 ? segment : out + segment.slice(from)).toLowerCase();
 }
 
 function endsWithAny(s: string, suffixes: readonly string[]): boolean {
