@@ -7,6 +7,7 @@ export * from './background.js';
 export * from './clock.js';
 export * from './content.js';
 export * from './errors.js';
+export * from './glob.js';
 export * from './ids.js';
 export * from './issues.js';
 export * from './record.js';

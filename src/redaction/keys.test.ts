@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { seededRandom as random } from '../../test/support/random.js';
-import {
-  compileKeyMatcher,
-  globMatch,
-  globProblem,
-  KEY_ID,
-  KEY_PLAIN,
-  KEY_SECRET,
-  wordForm,
-} from './keys.js';
+import { compileKeyMatcher, globProblem, KEY_ID, KEY_PLAIN, KEY_SECRET, wordForm } from './keys.js';
 
 const defaults = compileKeyMatcher([]);
 
@@ -117,22 +109,6 @@ describe('configured key globs', () => {
     expect(matcher.literals).toContain('_pin');
     expect(matcher.literals).toContain('db.connection_');
     expect(compileKeyMatcher(['*']).literals).toBeUndefined();
-  });
-});
-
-describe('globMatch', () => {
-  it.each([
-    ['*', '', true],
-    ['*', 'anything.at.all', true],
-    ['a*b', 'ab', true],
-    ['a*b', 'axxb', true],
-    ['a*b', 'axxbc', false],
-    ['a?c', 'abc', true],
-    ['a?c', 'ac', false],
-    ['*a*a*a*b', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', false],
-    ['*.password', 'db.password', true],
-  ])('%s against %s → %s', (glob, text, expected) => {
-    expect(globMatch(glob, text)).toBe(expected);
   });
 });
 

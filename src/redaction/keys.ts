@@ -9,6 +9,7 @@
  * suffix ends in a singular word (`_token`), and `input_tokens`, `max_tokens`, `token_count`,
  * `tokenizer` end otherwise.
  */
+import { globMatch } from '../core/index.js';
 
 /** Names whose value is always replaced (matched against the whole key and its final segment). */
 export const DEFAULT_KEY_NAMES: readonly string[] = [
@@ -60,31 +61,6 @@ export function globProblem(glob: string): string | undefined {
     }
   }
   return undefined;
-}
-
-/** `*` matches any run of characters (also dots), `?` one character. Iterative: O(n·m) worst. */
-export function globMatch(glob: string, text: string): boolean {
-  let g = 0;
-  let t = 0;
-  let star = -1;
-  let resume = 0;
-  while (t < text.length) {
-    const gc = glob.charCodeAt(g);
-    if (g < glob.length && (gc === 0x3f || gc === text.charCodeAt(t))) {
-      g++;
-      t++;
-    } else if (g < glob.length && gc === 0x2a) {
-      star = g++;
-      resume = t;
-    } else if (star >= 0) {
-      g = star + 1;
-      t = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (g < glob.length && glob.charCodeAt(g) === 0x2a) g++;
-  return g === glob.length;
 }
 
 function isUpper(c: number): boolean {
