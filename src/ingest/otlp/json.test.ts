@@ -200,6 +200,49 @@ describe('decodeOtlpJson', () => {
     expect(span!.parentSpanId).toBe('');
   });
 
+  it('keeps the dropped counts a sender reports, in either spelling, camelCase first', () => {
+    const [span] = decodeOtlpJson(
+      oneSpan({
+        droppedAttributesCount: 3,
+        dropped_attributes_count: 9,
+        dropped_events_count: '2',
+        droppedLinksCount: 1,
+        events: [
+          { name: 'e', timeUnixNano: '5', droppedAttributesCount: 4 },
+          { name: 'clean', droppedAttributesCount: 0 },
+        ],
+        links: [
+          {
+            traceId: '01'.repeat(16),
+            spanId: '0102030405060708',
+            dropped_attributes_count: 6,
+          },
+        ],
+      }),
+      OPTS,
+    ).spans;
+    expect(span).toMatchObject({
+      droppedAttributesCount: 3,
+      droppedEventsCount: 2,
+      droppedLinksCount: 1,
+      events: [{ name: 'e', droppedAttributesCount: 4 }, { name: 'clean' }],
+      links: [{ droppedAttributesCount: 6 }],
+    });
+    expect(span!.events[1]).not.toHaveProperty('droppedAttributesCount');
+    expect(decodeOtlpJson(oneSpan({}), OPTS).spans[0]).not.toHaveProperty('droppedEventsCount');
+  });
+
+  it('refuses a dropped count that is not an unsigned 32-bit integer, naming the field', () => {
+    for (const bad of [-1, 1.5, 2 ** 32, 'x', {}]) {
+      expect(failure(oneSpan({ droppedEventsCount: bad })).message).toContain(
+        'spans[0]: droppedEventsCount must be an unsigned 32-bit integer',
+      );
+    }
+    expect(
+      failure(oneSpan({ events: [{ name: 'e', droppedAttributesCount: -2 }] })).message,
+    ).toContain('events[0]: droppedAttributesCount must be an unsigned 32-bit integer');
+  });
+
   it('refuses spans with invalid or all-zero ids and keeps the others', () => {
     const spans = [
       { traceId: '4bf92f3577b34da6a3ce929d0e0e473', spanId: 'a3ce929d0e0e4736' },

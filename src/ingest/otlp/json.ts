@@ -141,6 +141,14 @@ function enumValue(v: unknown, names: Record<string, number>, count: number, wha
   throw new ShapeError(`${what} must be an enum number or name`);
 }
 
+/** A uint32 field (`droppedAttributesCount`): a JSON number, or its decimal string. */
+function uint32(v: unknown, what: string): number {
+  if (v === undefined) return 0;
+  const n = typeof v === 'string' && /^[0-9]{1,10}$/.test(v) ? Number(v) : v;
+  if (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 0xffffffff) return n;
+  throw new ShapeError(`${what} must be an unsigned 32-bit integer`);
+}
+
 const HEX_DIGITS = /^[0-9a-fA-F]*$/;
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
@@ -257,6 +265,9 @@ class JsonDecoder {
     let eventList: unknown;
     let linkList: unknown;
     let statusRaw: unknown;
+    let droppedAttributesRaw: unknown;
+    let droppedEventsRaw: unknown;
+    let droppedLinksRaw: unknown;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -309,8 +320,29 @@ class JsonDecoder {
         case 'status':
           statusRaw = x;
           break;
+        case 'droppedAttributesCount':
+          droppedAttributesRaw = x;
+          break;
+        case 'dropped_attributes_count':
+          droppedAttributesRaw ??= x;
+          break;
+        case 'droppedEventsCount':
+          droppedEventsRaw = x;
+          break;
+        case 'dropped_events_count':
+          droppedEventsRaw ??= x;
+          break;
+        case 'droppedLinksCount':
+          droppedLinksRaw = x;
+          break;
+        case 'dropped_links_count':
+          droppedLinksRaw ??= x;
+          break;
       }
     }
+    const droppedAttributes = uint32(droppedAttributesRaw, 'droppedAttributesCount');
+    const droppedEvents = uint32(droppedEventsRaw, 'droppedEventsCount');
+    const droppedLinks = uint32(droppedLinksRaw, 'droppedLinksCount');
     const startTime = time(startRaw, 'startTimeUnixNano');
     const endTime = time(endRaw, 'endTimeUnixNano');
     const attributes: Attributes = {};
@@ -376,7 +408,7 @@ class JsonDecoder {
       return;
     }
 
-    this.spans.push({
+    const span: Span = {
       traceId,
       spanId,
       // Some exporters send zeros for "no parent".
@@ -391,13 +423,18 @@ class JsonDecoder {
       status,
       resource,
       scope,
-    });
+    };
+    if (droppedAttributes > 0) span.droppedAttributesCount = droppedAttributes;
+    if (droppedEvents > 0) span.droppedEventsCount = droppedEvents;
+    if (droppedLinks > 0) span.droppedLinksCount = droppedLinks;
+    this.spans.push(span);
   }
 
   private event(v: unknown): SpanEvent {
     if (!isObject(v)) throw new ShapeError('must be an object');
     const event: SpanEvent = { name: '', timeUnixNano: '0', attributes: {} };
     let timeRaw: unknown;
+    let droppedRaw: unknown;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -414,9 +451,17 @@ class JsonDecoder {
         case 'attributes':
           this.attributes(x, event.attributes, 'attributes');
           break;
+        case 'droppedAttributesCount':
+          droppedRaw = x;
+          break;
+        case 'dropped_attributes_count':
+          droppedRaw ??= x;
+          break;
       }
     }
     event.timeUnixNano = time(timeRaw, 'timeUnixNano');
+    const dropped = uint32(droppedRaw, 'droppedAttributesCount');
+    if (dropped > 0) event.droppedAttributesCount = dropped;
     return event;
   }
 
@@ -425,6 +470,7 @@ class JsonDecoder {
     const attributes: Attributes = {};
     let traceIdRaw: unknown;
     let spanIdRaw: unknown;
+    let droppedRaw: unknown;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -444,14 +490,23 @@ class JsonDecoder {
         case 'attributes':
           this.attributes(x, attributes, 'attributes');
           break;
+        case 'droppedAttributesCount':
+          droppedRaw = x;
+          break;
+        case 'dropped_attributes_count':
+          droppedRaw ??= x;
+          break;
       }
     }
+    const dropped = uint32(droppedRaw, 'droppedAttributesCount');
     const traceId = jsonId(traceIdRaw, 16);
     if (traceId === undefined || traceId === '' || isZeroHex(traceId))
       return REJECT.linkTraceIdInvalid;
     const spanId = jsonId(spanIdRaw, 8);
     if (spanId === undefined || spanId === '' || isZeroHex(spanId)) return REJECT.linkSpanIdInvalid;
-    return { traceId, spanId, attributes };
+    const link: SpanLink = { traceId, spanId, attributes };
+    if (dropped > 0) link.droppedAttributesCount = dropped;
+    return link;
   }
 
   /** A KeyValue array set on `into`; `what` names the field for errors. */

@@ -356,6 +356,36 @@ describe('decodeOtlpProtobuf on hand-built bodies', () => {
     expect(out.spanId).toBe(SPAN_ID);
   });
 
+  it('keeps the dropped counts a sender reports on spans, events and links', () => {
+    const [out] = decodeOtlpProtobuf(
+      request([
+        span({
+          extra: [
+            varint(10, 3),
+            ld(11, fixed64(1, 5n), ld(2, 'e'), varint(4, 4)),
+            ld(11, ld(2, 'clean'), varint(4, 0)),
+            varint(12, 2),
+            ld(13, ld(1, hexBytes(TRACE_ID)), ld(2, hexBytes(SPAN_ID)), varint(5, 6)),
+            varint(14, 1),
+          ],
+        }),
+        span({ spanId: hexBytes('0102030405060708'), extra: [varint(10, 0)] }),
+      ]),
+      OPTS,
+    ).spans;
+    expect(out).toMatchObject({
+      droppedAttributesCount: 3,
+      droppedEventsCount: 2,
+      droppedLinksCount: 1,
+      events: [{ name: 'e', droppedAttributesCount: 4 }, { name: 'clean' }],
+      links: [{ droppedAttributesCount: 6 }],
+    });
+    expect(out!.events[1]).not.toHaveProperty('droppedAttributesCount');
+    const clean = decodeOtlpProtobuf(request([span({ extra: [varint(10, 0)] })]), OPTS).spans[0];
+    expect(clean).not.toHaveProperty('droppedAttributesCount');
+    expect(clean).not.toHaveProperty('droppedEventsCount');
+  });
+
   it('keeps every fixed64 time exact and every int64 exact', () => {
     const times = [
       0n,

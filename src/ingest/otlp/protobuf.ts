@@ -427,6 +427,9 @@ class ProtobufDecoder {
     const links: SpanLink[] = [];
     let linkProblem: RejectReason | undefined;
     const status: { code: StatusCode; message: string } = { code: 0, message: '' };
+    let droppedAttributes = 0;
+    let droppedEvents = 0;
+    let droppedLinks = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -473,9 +476,13 @@ class ProtobufDecoder {
           this.keyValueField(attributes, 0);
           break;
         case (10 << 3) | WireType.Varint:
+          droppedAttributes = this.uint32();
+          break;
         case (12 << 3) | WireType.Varint:
+          droppedEvents = this.uint32();
+          break;
         case (14 << 3) | WireType.Varint:
-          this.uint32();
+          droppedLinks = this.uint32();
           break;
         case (11 << 3) | WireType.LengthDelimited: {
           const e = this.delimited();
@@ -538,7 +545,7 @@ class ProtobufDecoder {
     }
     // Some exporters send eight zero bytes for "no parent".
     const parentSpanId = parentLen === 8 && !isZero(buf, parentAt, 8) ? this.hex(parentAt, 8) : '';
-    this.spans.push({
+    const span: Span = {
       traceId,
       spanId: this.hex(spanAt, 8),
       parentSpanId,
@@ -552,13 +559,18 @@ class ProtobufDecoder {
       status,
       resource,
       scope,
-    });
+    };
+    if (droppedAttributes > 0) span.droppedAttributesCount = droppedAttributes;
+    if (droppedEvents > 0) span.droppedEventsCount = droppedEvents;
+    if (droppedLinks > 0) span.droppedLinksCount = droppedLinks;
+    this.spans.push(span);
   }
 
   /** Span.Event: 1 time_unix_nano, 2 name, 3 attributes, 4 dropped_attributes_count. */
   private event(end: number): SpanEvent {
     const r = this.reader;
     const event: SpanEvent = { name: '', timeUnixNano: '0', attributes: {} };
+    let dropped = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -573,13 +585,14 @@ class ProtobufDecoder {
           this.keyValueField(event.attributes, 0);
           break;
         case (4 << 3) | WireType.Varint:
-          this.uint32();
+          dropped = this.uint32();
           break;
         default:
           if (tag >>> 3 <= 4) throw this.wrongType(start);
           this.skip(tag, start);
       }
     }
+    if (dropped > 0) event.droppedAttributesCount = dropped;
     return event;
   }
 
@@ -594,6 +607,7 @@ class ProtobufDecoder {
     let spanAt = -1;
     let spanLen = 0;
     const attributes: Attributes = {};
+    let dropped = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -619,7 +633,7 @@ class ProtobufDecoder {
           this.keyValueField(attributes, 0);
           break;
         case (5 << 3) | WireType.Varint:
-          this.uint32();
+          dropped = this.uint32();
           break;
         case (6 << 3) | WireType.Bit32:
           this.skipFixed32();
@@ -631,7 +645,13 @@ class ProtobufDecoder {
     }
     if (traceLen !== 16 || isZero(this.buf, traceAt, 16)) return REJECT.linkTraceIdInvalid;
     if (spanLen !== 8 || isZero(this.buf, spanAt, 8)) return REJECT.linkSpanIdInvalid;
-    return { traceId: this.hex(traceAt, 16), spanId: this.hex(spanAt, 8), attributes };
+    const link: SpanLink = {
+      traceId: this.hex(traceAt, 16),
+      spanId: this.hex(spanAt, 8),
+      attributes,
+    };
+    if (dropped > 0) link.droppedAttributesCount = dropped;
+    return link;
   }
 
   /** Status: 2 message, 3 code (1 is the deprecated code, skipped). */
