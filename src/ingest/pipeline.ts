@@ -7,10 +7,11 @@ import type {
   SpanBatch,
   Store,
 } from '../store/index.js';
+import { DEFAULT_SPAN_LIMITS, limitSpans, type SpanLimits } from './limits.js';
 import type { DecodedSpans, RejectedSpan } from './types.js';
 
 /**
- * The ingest pipeline: decoded spans → redaction → durable write (spans + open trace rows, one
+ * The ingest pipeline: decoded spans → limits → redaction → durable write (spans + open trace rows, one
  * transaction per request) → acknowledged. Completion happens later, from database state, in the
  * TraceCompleter, so a restart loses nothing and re-finds open traces.
  */
@@ -50,6 +51,8 @@ export interface IngestDeps {
   redactor: SpanRedactor;
   clock: Clock;
   observer?: IngestObserver;
+  /** `traces.limits`; the defaults when absent. */
+  limits?: SpanLimits;
 }
 
 export class IngestService {
@@ -67,7 +70,8 @@ export class IngestService {
     };
     if (decoded.spans.length === 0) return base;
 
-    const spans = this.deps.redactor.redactSpans(decoded.spans);
+    const limited = limitSpans(decoded.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
+    const spans = this.deps.redactor.redactSpans(limited);
     const labels = this.deps.redactor.redactLabels(target.labels);
     const byTrace = new Map<string, Span[]>();
     for (const span of spans) {
@@ -104,7 +108,7 @@ export interface PulledTrace {
 }
 
 /**
- * Stores pulled traces: redaction first, then — in one transaction — the spans, the completed
+ * Stores pulled traces: the ingest limits and redaction first, then — in one transaction — the spans, the completed
  * trace (normalized, with the source's overrides applied) and, when its content changed, its
  * work item. Unlike pushed spans there is nothing to wait for: the store said the trace ended.
  */
@@ -116,6 +120,8 @@ export class PulledTraceWriter {
       clock: Clock;
       normalize: TraceNormalizer;
       observer?: IngestObserver;
+      /** `traces.limits`; the defaults when absent. */
+      limits?: SpanLimits;
     },
   ) {}
 
@@ -125,7 +131,8 @@ export class PulledTraceWriter {
     adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
   ): Promise<boolean> {
     const { store, redactor, clock, observer } = this.deps;
-    const spans = redactor.redactSpans(trace.spans);
+    const limited = limitSpans(trace.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
+    const spans = redactor.redactSpans(limited);
     const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
     const now = clock.now();
     const pending: PendingTrace = {
