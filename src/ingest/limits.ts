@@ -23,17 +23,13 @@ import type {
 } from '../core/index.js';
 import { setAttribute } from './otlp/attributes.js';
 import { capString } from './otlp/truncate.js';
+import type { SpanCountLimits } from './types.js';
 
-export interface SpanLimits {
+export interface SpanLimits extends SpanCountLimits {
   /** Longest attribute key kept whole, in UTF-8 bytes. */
   maxAttributeKeyBytes: number;
   /** Longest span, event or scope name (and scope version) kept whole, in UTF-8 bytes. */
   maxNameBytes: number;
-  maxAttributesPerSpan: number;
-  maxEventsPerSpan: number;
-  maxLinksPerSpan: number;
-  maxAttributesPerEvent: number;
-  maxAttributesPerLink: number;
 }
 
 export const DEFAULT_SPAN_LIMITS: SpanLimits = DEFAULTS.traces.limits;

@@ -56,7 +56,12 @@ export interface IngestDeps {
 }
 
 export class IngestService {
-  constructor(private readonly deps: IngestDeps) {}
+  /** `traces.limits`: the OTLP route hands them to the decoders too (see DecodeOptions.limits). */
+  readonly limits: SpanLimits;
+
+  constructor(private readonly deps: IngestDeps) {
+    this.limits = deps.limits ?? DEFAULT_SPAN_LIMITS;
+  }
 
   /** Redacts and stores decoded spans; resolves only once they are durably written. */
   async ingest(target: IngestTarget, decoded: DecodedSpans): Promise<IngestResult> {
@@ -70,7 +75,9 @@ export class IngestService {
     };
     if (decoded.spans.length === 0) return base;
 
-    const limited = limitSpans(decoded.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
+    // Decoders given the limits dropped what was over the counts already; this cuts the keys and
+    // names, and holds spans decoded without limits to them.
+    const limited = limitSpans(decoded.spans, this.limits);
     const spans = this.deps.redactor.redactSpans(limited);
     const labels = this.deps.redactor.redactLabels(target.labels);
     const byTrace = new Map<string, Span[]>();

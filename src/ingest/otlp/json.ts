@@ -20,8 +20,8 @@ import type {
   SpanLink,
   StatusCode,
 } from '../../core/index.js';
-import type { DecodedSpans, DecodeOptions } from '../types.js';
-import { MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
+import type { DecodedSpans, DecodeOptions, SpanCountLimits } from '../types.js';
+import { countLimitsOf, MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
 import { OtlpErrors } from './error-codes.js';
 import { jsonInt64Value, jsonUint64Decimal } from './int64.js';
 import { REJECT, Rejections, type RejectReason } from './rejections.js';
@@ -76,7 +76,10 @@ export function decodeOtlpJson(text: string, options: DecodeOptions): DecodedSpa
         : `OTLP/JSON body is not valid JSON (at position ${position})`,
     );
   }
-  const decoder = new JsonDecoder(normaliseLimit(options.maxAttributeBytes));
+  const decoder = new JsonDecoder(
+    normaliseLimit(options.maxAttributeBytes),
+    countLimitsOf(options),
+  );
   try {
     decoder.request(root);
   } catch (err) {
@@ -178,7 +181,10 @@ class JsonDecoder {
   readonly spans: Span[] = [];
   readonly rejections = new Rejections();
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxBytes: number,
+    private readonly counts: SpanCountLimits,
+  ) {}
 
   // Each message walks its own keys once (a switch per key): unknown fields cost nothing, both
   // spellings are one case, and no lookup probes for absent keys. lowerCamelCase wins over
@@ -212,7 +218,9 @@ class JsonDecoder {
     const r = objectOrAbsent(nullToAbsent(res), 'resource');
     if (r !== undefined) {
       for (const k in r) {
-        if (k === 'attributes') this.attributes(r[k], resource, 'resource.attributes');
+        if (k === 'attributes') {
+          this.attributes(r[k], resource, 'resource.attributes', Number.POSITIVE_INFINITY);
+        }
       }
     }
     const items = arrayOrAbsent(nullToAbsent(list), 'scopeSpans');
@@ -340,17 +348,21 @@ class JsonDecoder {
           break;
       }
     }
-    const droppedAttributes = uint32(droppedAttributesRaw, 'droppedAttributesCount');
-    const droppedEvents = uint32(droppedEventsRaw, 'droppedEventsCount');
-    const droppedLinks = uint32(droppedLinksRaw, 'droppedLinksCount');
     const startTime = time(startRaw, 'startTimeUnixNano');
     const endTime = time(endRaw, 'endTimeUnixNano');
     const attributes: Attributes = {};
-    this.attributes(attributeList, attributes, 'attributes');
+    const { counts } = this;
+    const droppedAttributes =
+      uint32(droppedAttributesRaw, 'droppedAttributesCount') +
+      this.attributes(attributeList, attributes, 'attributes', counts.maxAttributesPerSpan);
 
+    // Events and links past the count limits are not read; they count as dropped.
     const events: SpanEvent[] = [];
     const eventItems = arrayOrAbsent(eventList, 'events');
-    for (let i = 0; i < eventItems.length; i++) {
+    const eventCount = Math.min(eventItems.length, counts.maxEventsPerSpan);
+    const droppedEvents =
+      uint32(droppedEventsRaw, 'droppedEventsCount') + eventItems.length - eventCount;
+    for (let i = 0; i < eventCount; i++) {
       try {
         events.push(this.event(eventItems[i]));
       } catch (err) {
@@ -361,7 +373,10 @@ class JsonDecoder {
     const links: SpanLink[] = [];
     let linkProblem: RejectReason | undefined;
     const linkItems = arrayOrAbsent(linkList, 'links');
-    for (let i = 0; i < linkItems.length; i++) {
+    const linkCount = Math.min(linkItems.length, counts.maxLinksPerSpan);
+    const droppedLinks =
+      uint32(droppedLinksRaw, 'droppedLinksCount') + linkItems.length - linkCount;
+    for (let i = 0; i < linkCount; i++) {
       try {
         const link = this.link(linkItems[i]);
         if (typeof link === 'string') linkProblem ??= link;
@@ -435,6 +450,7 @@ class JsonDecoder {
     const event: SpanEvent = { name: '', timeUnixNano: '0', attributes: {} };
     let timeRaw: unknown;
     let droppedRaw: unknown;
+    let skipped = 0;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -449,7 +465,12 @@ class JsonDecoder {
           timeRaw ??= x;
           break;
         case 'attributes':
-          this.attributes(x, event.attributes, 'attributes');
+          skipped = this.attributes(
+            x,
+            event.attributes,
+            'attributes',
+            this.counts.maxAttributesPerEvent,
+          );
           break;
         case 'droppedAttributesCount':
           droppedRaw = x;
@@ -460,7 +481,7 @@ class JsonDecoder {
       }
     }
     event.timeUnixNano = time(timeRaw, 'timeUnixNano');
-    const dropped = uint32(droppedRaw, 'droppedAttributesCount');
+    const dropped = uint32(droppedRaw, 'droppedAttributesCount') + skipped;
     if (dropped > 0) event.droppedAttributesCount = dropped;
     return event;
   }
@@ -471,6 +492,7 @@ class JsonDecoder {
     let traceIdRaw: unknown;
     let spanIdRaw: unknown;
     let droppedRaw: unknown;
+    let skipped = 0;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -488,7 +510,7 @@ class JsonDecoder {
           spanIdRaw ??= x;
           break;
         case 'attributes':
-          this.attributes(x, attributes, 'attributes');
+          skipped = this.attributes(x, attributes, 'attributes', this.counts.maxAttributesPerLink);
           break;
         case 'droppedAttributesCount':
           droppedRaw = x;
@@ -498,7 +520,7 @@ class JsonDecoder {
           break;
       }
     }
-    const dropped = uint32(droppedRaw, 'droppedAttributesCount');
+    const dropped = uint32(droppedRaw, 'droppedAttributesCount') + skipped;
     const traceId = jsonId(traceIdRaw, 16);
     if (traceId === undefined || traceId === '' || isZeroHex(traceId))
       return REJECT.linkTraceIdInvalid;
@@ -509,16 +531,21 @@ class JsonDecoder {
     return link;
   }
 
-  /** A KeyValue array set on `into`; `what` names the field for errors. */
-  private attributes(v: unknown, into: Attributes, what: string): void {
+  /**
+   * A KeyValue array set on `into`; `what` names the field for errors. Entries past `max` are not
+   * read; returns how many there were.
+   */
+  private attributes(v: unknown, into: Attributes, what: string, max: number): number {
     const list = arrayOrAbsent(nullToAbsent(v), what);
-    for (let i = 0; i < list.length; i++) {
+    const count = Math.min(list.length, max);
+    for (let i = 0; i < count; i++) {
       try {
         this.keyValue(list[i], into, 0);
       } catch (err) {
         throw within(err, what, i);
       }
     }
+    return list.length - count;
   }
 
   private keyValue(v: unknown, into: Attributes, depth: number): void {

@@ -20,8 +20,8 @@ import type {
   SpanLink,
   StatusCode,
 } from '../../core/index.js';
-import type { DecodedSpans, DecodeOptions } from '../types.js';
-import { MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
+import type { DecodedSpans, DecodeOptions, SpanCountLimits } from '../types.js';
+import { countLimitsOf, MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
 import { OtlpErrors } from './error-codes.js';
 import { int64Value, uint64ToDecimal } from './int64.js';
 import { REJECT, Rejections, type RejectReason } from './rejections.js';
@@ -67,7 +67,11 @@ const hexSlice: Slicer =
  * by one (`rejected`, `rejectReasons`); a body that cannot be decoded throws OTLP_DECODE_FAILED.
  */
 export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): DecodedSpans {
-  const decoder = new ProtobufDecoder(body, normaliseLimit(options.maxAttributeBytes));
+  const decoder = new ProtobufDecoder(
+    body,
+    normaliseLimit(options.maxAttributeBytes),
+    countLimitsOf(options),
+  );
   try {
     decoder.request();
   } catch (err) {
@@ -104,6 +108,7 @@ class ProtobufDecoder {
   constructor(
     private readonly buf: Uint8Array,
     private readonly maxBytes: number,
+    private readonly counts: SpanCountLimits,
   ) {
     this.reader = new BinaryReader(buf);
     this.text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -427,9 +432,15 @@ class ProtobufDecoder {
     const links: SpanLink[] = [];
     let linkProblem: RejectReason | undefined;
     const status: { code: StatusCode; message: string } = { code: 0, message: '' };
+    // Reported by the sender, then added to by what is over the count limits.
     let droppedAttributes = 0;
     let droppedEvents = 0;
     let droppedLinks = 0;
+    let attributeCount = 0;
+    let linkCount = 0;
+    let skippedAttributes = 0;
+    let skippedEvents = 0;
+    let skippedLinks = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -473,7 +484,12 @@ class ProtobufDecoder {
           endTime = this.fixed64Decimal();
           break;
         case (9 << 3) | WireType.LengthDelimited:
-          this.keyValueField(attributes, 0);
+          if (attributeCount++ < this.counts.maxAttributesPerSpan) {
+            this.keyValueField(attributes, 0);
+          } else {
+            r.pos = this.delimited();
+            skippedAttributes++;
+          }
           break;
         case (10 << 3) | WireType.Varint:
           droppedAttributes = this.uint32();
@@ -486,12 +502,22 @@ class ProtobufDecoder {
           break;
         case (11 << 3) | WireType.LengthDelimited: {
           const e = this.delimited();
-          events.push(this.event(e));
-          this.close(e);
+          if (events.length < this.counts.maxEventsPerSpan) {
+            events.push(this.event(e));
+            this.close(e);
+          } else {
+            r.pos = e;
+            skippedEvents++;
+          }
           break;
         }
         case (13 << 3) | WireType.LengthDelimited: {
           const e = this.delimited();
+          if (linkCount++ >= this.counts.maxLinksPerSpan) {
+            r.pos = e;
+            skippedLinks++;
+            break;
+          }
           const link = this.link(e);
           this.close(e);
           if (typeof link === 'string') linkProblem ??= link;
@@ -560,6 +586,9 @@ class ProtobufDecoder {
       resource,
       scope,
     };
+    droppedAttributes += skippedAttributes;
+    droppedEvents += skippedEvents;
+    droppedLinks += skippedLinks;
     if (droppedAttributes > 0) span.droppedAttributesCount = droppedAttributes;
     if (droppedEvents > 0) span.droppedEventsCount = droppedEvents;
     if (droppedLinks > 0) span.droppedLinksCount = droppedLinks;
@@ -571,6 +600,8 @@ class ProtobufDecoder {
     const r = this.reader;
     const event: SpanEvent = { name: '', timeUnixNano: '0', attributes: {} };
     let dropped = 0;
+    let count = 0;
+    let skipped = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -582,7 +613,11 @@ class ProtobufDecoder {
           event.name = this.stringField();
           break;
         case (3 << 3) | WireType.LengthDelimited:
-          this.keyValueField(event.attributes, 0);
+          if (count++ < this.counts.maxAttributesPerEvent) this.keyValueField(event.attributes, 0);
+          else {
+            r.pos = this.delimited();
+            skipped++;
+          }
           break;
         case (4 << 3) | WireType.Varint:
           dropped = this.uint32();
@@ -592,6 +627,7 @@ class ProtobufDecoder {
           this.skip(tag, start);
       }
     }
+    dropped += skipped;
     if (dropped > 0) event.droppedAttributesCount = dropped;
     return event;
   }
@@ -608,6 +644,8 @@ class ProtobufDecoder {
     let spanLen = 0;
     const attributes: Attributes = {};
     let dropped = 0;
+    let count = 0;
+    let skipped = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -630,7 +668,11 @@ class ProtobufDecoder {
           r.pos = this.delimited();
           break;
         case (4 << 3) | WireType.LengthDelimited:
-          this.keyValueField(attributes, 0);
+          if (count++ < this.counts.maxAttributesPerLink) this.keyValueField(attributes, 0);
+          else {
+            r.pos = this.delimited();
+            skipped++;
+          }
           break;
         case (5 << 3) | WireType.Varint:
           dropped = this.uint32();
@@ -650,6 +692,7 @@ class ProtobufDecoder {
       spanId: this.hex(spanAt, 8),
       attributes,
     };
+    dropped += skipped;
     if (dropped > 0) link.droppedAttributesCount = dropped;
     return link;
   }
