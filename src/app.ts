@@ -18,6 +18,7 @@ import {
   IngestService,
   normalizeStoredTrace,
   PulledTraceWriter,
+  spanLimitsFromConfig,
   TraceCompleter,
   TraceQueries,
 } from './ingest/index.js';
@@ -272,7 +273,8 @@ async function assemble(
     observer: metrics,
   });
   const redactor = compileRedaction(config.traces.redaction);
-  const ingest = new IngestService({ store, redactor, clock, observer: metrics });
+  const limits = spanLimitsFromConfig(config.traces.limits);
+  const ingest = new IngestService({ store, redactor, clock, observer: metrics, limits });
   const rules = {
     graceMs: config.traces.completion_grace,
     idleMs: config.traces.idle_timeout,
@@ -367,6 +369,7 @@ async function assemble(
     clock,
     normalize: normalizeStoredTrace,
     observer: metrics,
+    limits,
   });
   const sourceManager = new SourceManager({
     store,

@@ -175,6 +175,82 @@ describe('OTLP/HTTP ingest', () => {
   });
 });
 
+describe('OTLP/HTTP ingest limits (traces.limits)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await testApp({
+      traces: {
+        completion_grace: '0s',
+        limits: {
+          max_attribute_key_bytes: 40,
+          max_name_bytes: 12,
+          max_attributes_per_span: 3,
+          max_events_per_span: 1,
+        },
+      },
+    });
+  });
+  afterAll(() => t.close());
+
+  const kv = (key: string, value: string) => ({ key, value: { stringValue: value } });
+
+  it('cuts keys and names, drops what is over a count and shows the dropped counts', async () => {
+    const traceId = '5b8efff798038103d269b633813fc60c';
+    const body = JSON.stringify({
+      resourceSpans: [
+        {
+          resource: { attributes: [kv('touchstone.label.team-with-a-very-long-name', 'search')] },
+          scopeSpans: [
+            {
+              spans: [
+                {
+                  traceId,
+                  spanId: 'eee19b7ec3c1b174',
+                  name: 'chat gpt-4o with a long name',
+                  startTimeUnixNano: '1767225600000000000',
+                  endTimeUnixNano: '1767225601000000000',
+                  attributes: [
+                    kv('gen_ai.operation.name', 'chat'),
+                    kv('gen_ai.request.model', 'gpt-4o'),
+                    kv('a.key.longer.than.forty.bytes.for.sure.yes', 'v'),
+                    kv('dropped.one', '1'),
+                    kv('dropped.two', '2'),
+                  ],
+                  droppedAttributesCount: 10,
+                  events: [{ name: 'kept' }, { name: 'dropped' }],
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const res = await t.app.server.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: body,
+      headers: JSON_CT,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({});
+    await t.app.completer.tick();
+    const got = await t.app.server.inject({ url: `/v1alpha1/traces/${traceId}` });
+    expect(got.statusCode).toBe(200);
+    const { trace, record } = got.json();
+    expect(trace.name).toBe('chat gpt-4o …[truncated 16 bytes]');
+    expect(trace.labels).toEqual({ 'team-with-a-very-long-n…[truncated 3 bytes]': 'search' });
+    const step = record.trajectory[0];
+    expect(step).toMatchObject({ type: 'llm', model: 'gpt-4o' });
+    expect(step.attributes).toEqual({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': 'gpt-4o',
+      'a.key.longer.than.forty.bytes.for.sure.y…[truncated 2 bytes]': 'v',
+    });
+    expect(step.dropped).toEqual({ attributes: 12, events: 1 });
+    expect(record.metadata.dropped).toEqual({ attributes: 12, events: 1 });
+  });
+});
+
 /** The refused spans a partial success lists after its `rejected_spans=` line. */
 function listedRejections(message: string): unknown[] {
   const line = message.split('\n').find((l) => l.startsWith(REJECTED_SPANS_PREFIX));

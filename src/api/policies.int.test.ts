@@ -152,6 +152,30 @@ describe('policies and scores over REST', () => {
     ]);
   });
 
+  it('refuses a json-schema stage whose pattern RE2 cannot run, naming it by its JSON pointer', async () => {
+    const schema = { properties: { answer: { type: 'string', pattern: '(?<!no)yes' } } };
+    const res = await call(
+      'POST',
+      '/v1alpha1/policies',
+      base('lookbehind', {
+        stages: [{ evaluators: [{ ref: 'json-schema', params: { schema } }] }],
+      }),
+    );
+    expect(res.statusCode).toBe(400);
+    const detail = res.json().error.details[0];
+    expect(detail.path).toMatch(/^spec\.stages\[0\]\.evaluators\[0\]/);
+    expect(detail.message).toContain('/properties/answer/pattern');
+    const fine = { properties: { answer: { type: 'string', pattern: '^(a+)+$' } } };
+    const ok = await call(
+      'POST',
+      '/v1alpha1/policies?validate_only=true',
+      base('nested', {
+        stages: [{ evaluators: [{ ref: 'json-schema', params: { schema: fine } }] }],
+      }),
+    );
+    expect(ok.statusCode).toBe(200);
+  });
+
   it('validate_only checks without storing; apply, get (re-appliable), list, delete', async () => {
     const dry = await call('POST', '/v1alpha1/policies?validate_only=true', base('quality', cheap));
     expect(dry.statusCode).toBe(200);

@@ -13,6 +13,20 @@ export const DEFAULTS = {
     idleTimeout: '30s',
     maxAge: '5m',
     maxAttributeBytes: 64 * 1024,
+    /**
+     * Counts are OpenTelemetry SDKs' defaults (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT and its siblings,
+     * 128 each); 1 KiB keeps every key and name a real instrumentation writes (Datadog's agent
+     * cuts keys at 200 characters and operation names at 100; MLflow stores tag keys up to 250).
+     */
+    limits: {
+      maxAttributeKeyBytes: 1024,
+      maxNameBytes: 1024,
+      maxAttributesPerSpan: 128,
+      maxEventsPerSpan: 128,
+      maxLinksPerSpan: 128,
+      maxAttributesPerEvent: 128,
+      maxAttributesPerLink: 128,
+    },
   },
   online: {
     concurrency: 8,

@@ -179,6 +179,46 @@ export const ConfigSchema = z
         max_age: durationMs.prefault(DEFAULTS.traces.maxAge),
         /** Longest attribute value kept; longer strings are cut with a marker. */
         max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
+        /**
+         * What one span may hold. Longer keys and names are cut with a marker; attributes, events
+         * and links past a count are dropped and counted in the span's dropped counts.
+         */
+        limits: z
+          .strictObject({
+            /** Longest attribute key kept (UTF-8 bytes), at any depth, resource keys included. */
+            max_attribute_key_bytes: z
+              .int()
+              .positive()
+              .default(DEFAULTS.traces.limits.maxAttributeKeyBytes),
+            /** Longest span and event name, scope name and scope version kept (UTF-8 bytes). */
+            max_name_bytes: z.int().positive().default(DEFAULTS.traces.limits.maxNameBytes),
+            /** Attributes a span keeps (the first ones). */
+            max_attributes_per_span: z
+              .int()
+              .nonnegative()
+              .default(DEFAULTS.traces.limits.maxAttributesPerSpan),
+            /** Events a span keeps (the first ones). */
+            max_events_per_span: z
+              .int()
+              .nonnegative()
+              .default(DEFAULTS.traces.limits.maxEventsPerSpan),
+            /** Links a span keeps (the first ones). */
+            max_links_per_span: z
+              .int()
+              .nonnegative()
+              .default(DEFAULTS.traces.limits.maxLinksPerSpan),
+            /** Attributes each event keeps. */
+            max_attributes_per_event: z
+              .int()
+              .nonnegative()
+              .default(DEFAULTS.traces.limits.maxAttributesPerEvent),
+            /** Attributes each link keeps. */
+            max_attributes_per_link: z
+              .int()
+              .nonnegative()
+              .default(DEFAULTS.traces.limits.maxAttributesPerLink),
+          })
+          .prefault({}),
       })
       .prefault({}),
     /** The online scoring engine (every replica runs one; claims are exclusive). */

@@ -8,6 +8,7 @@ export * from './backoff.js';
 export * from './clock.js';
 export * from './content.js';
 export * from './errors.js';
+export * from './glob.js';
 export * from './ids.js';
 export * from './issues.js';
 export * from './record.js';

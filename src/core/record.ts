@@ -47,6 +47,20 @@ export type Usage = z.infer<typeof UsageSchema>;
 
 const timestamp = z.iso.datetime({ offset: true });
 
+/**
+ * What a span lost before it was stored, by its sender (OTLP's dropped counts) or by the ingest
+ * limits (`traces.limits`): attributes, events and links past a count, and the attributes left
+ * out of its events and links (summed). Absent when nothing was.
+ */
+export const DroppedSchema = z.strictObject({
+  attributes: z.int().nonnegative().optional(),
+  events: z.int().nonnegative().optional(),
+  links: z.int().nonnegative().optional(),
+  eventAttributes: z.int().nonnegative().optional(),
+  linkAttributes: z.int().nonnegative().optional(),
+});
+export type Dropped = z.infer<typeof DroppedSchema>;
+
 export const StepSchema = z.strictObject({
   type: z.enum(STEP_TYPES),
   /** Tool name for tool steps, span name otherwise. */
@@ -64,6 +78,7 @@ export const StepSchema = z.strictObject({
   spanId: z.string().optional(),
   parentSpanId: z.string().optional(),
   attributes: z.record(z.string(), z.unknown()).optional(),
+  dropped: DroppedSchema.optional(),
 });
 export type Step = z.infer<typeof StepSchema>;
 

@@ -33,6 +33,8 @@ export interface SpanEvent {
   name: string;
   timeUnixNano: string;
   attributes: Attributes;
+  /** Attributes left out, by the sender or by the ingest limits; absent when none. */
+  droppedAttributesCount?: number;
 }
 
 /**
@@ -49,6 +51,8 @@ export interface SpanLink {
   traceId: string;
   spanId: string;
   attributes: Attributes;
+  /** Attributes left out, by the sender or by the ingest limits; absent when none. */
+  droppedAttributesCount?: number;
 }
 
 export interface InstrumentationScope {
@@ -76,6 +80,13 @@ export interface Span {
   /** Resource attributes, shared by the spans of one resource. */
   resource: Attributes;
   scope: InstrumentationScope;
+  /**
+   * Attributes, events and links left out, by the sender (OTLP's `dropped_*_count`) plus those the
+   * ingest limits dropped (`traces.limits`); each absent when none.
+   */
+  droppedAttributesCount?: number;
+  droppedEventsCount?: number;
+  droppedLinksCount?: number;
 }
 
 /** Nanosecond string → milliseconds since the epoch (sub-microsecond precision is dropped). */

@@ -17,6 +17,7 @@ import type { PendingTrace } from '../store/index.js';
 import { normalizeTrace } from './conventions/index.js';
 
 export { IngestErrors } from './error-codes.js';
+export { limitSpans, type SpanLimits, spanLimitsFromConfig } from './limits.js';
 export {
   decodeOtlpJson,
   decodeOtlpLogsJson,

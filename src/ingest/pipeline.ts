@@ -14,10 +14,11 @@ import type {
   SpanBatch,
   Store,
 } from '../store/index.js';
+import { DEFAULT_SPAN_LIMITS, limitSpans, type SpanLimits } from './limits.js';
 import type { DecodedLogs, DecodedSpans, RejectedSpan } from './types.js';
 
 /**
- * The ingest pipeline: decoded spans → redaction → durable write (spans + open trace rows, one
+ * The ingest pipeline: decoded spans → limits → redaction → durable write (spans + open trace rows, one
  * transaction per request) → acknowledged. Completion happens later, from database state, in the
  * TraceCompleter, so a restart loses nothing and re-finds open traces.
  */
@@ -61,10 +62,17 @@ export interface IngestDeps {
   redactor: SpanRedactor;
   clock: Clock;
   observer?: IngestObserver;
+  /** `traces.limits`; the defaults when absent. */
+  limits?: SpanLimits;
 }
 
 export class IngestService {
-  constructor(private readonly deps: IngestDeps) {}
+  /** `traces.limits`: the OTLP route hands them to the decoders too (see DecodeOptions.limits). */
+  readonly limits: SpanLimits;
+
+  constructor(private readonly deps: IngestDeps) {
+    this.limits = deps.limits ?? DEFAULT_SPAN_LIMITS;
+  }
 
   /** Redacts and stores decoded spans; resolves only once they are durably written. */
   async ingest(target: IngestTarget, decoded: DecodedSpans): Promise<IngestResult> {
@@ -78,7 +86,10 @@ export class IngestService {
     };
     if (decoded.spans.length === 0) return base;
 
-    const spans = this.deps.redactor.redactSpans(decoded.spans);
+    // Decoders given the limits dropped what was over the counts already; this cuts the keys and
+    // names, and holds spans decoded without limits to them.
+    const limited = limitSpans(decoded.spans, this.limits);
+    const spans = this.deps.redactor.redactSpans(limited);
     const labels = this.deps.redactor.redactLabels(target.labels);
     const byTrace = new Map<string, Span[]>();
     for (const span of spans) {
@@ -164,7 +175,7 @@ export interface PulledTrace {
 }
 
 /**
- * Stores pulled traces: redaction first, then — in one transaction — the spans, the completed
+ * Stores pulled traces: the ingest limits and redaction first, then — in one transaction — the spans, the completed
  * trace (normalized, with the source's overrides applied) and, when its content changed, its
  * work item. Unlike pushed spans there is nothing to wait for: the store said the trace ended.
  */
@@ -176,6 +187,8 @@ export class PulledTraceWriter {
       clock: Clock;
       normalize: TraceNormalizer;
       observer?: IngestObserver;
+      /** `traces.limits`; the defaults when absent. */
+      limits?: SpanLimits;
     },
   ) {}
 
@@ -185,7 +198,8 @@ export class PulledTraceWriter {
     adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
   ): Promise<boolean> {
     const { store, redactor, clock, observer } = this.deps;
-    const spans = redactor.redactSpans(trace.spans);
+    const limited = limitSpans(trace.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
+    const spans = redactor.redactSpans(limited);
     const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
     const now = clock.now();
     const pending: PendingTrace = {

@@ -34,6 +34,21 @@ export interface DecodedLogs {
 export interface DecodeOptions {
   /** Longest string attribute value kept (UTF-8 bytes); longer ones are cut with a marker. */
   maxAttributeBytes: number;
+  /**
+   * Count limits (`traces.limits`) applied while decoding, so that what is over them is never
+   * built (it is skipped and counted in the span's dropped counts). Absent: none here; the
+   * pipeline applies them all the same, after decoding.
+   */
+  limits?: SpanCountLimits;
+}
+
+/** The count limits of `SpanLimits`, which the decoders apply. */
+export interface SpanCountLimits {
+  maxAttributesPerSpan: number;
+  maxEventsPerSpan: number;
+  maxLinksPerSpan: number;
+  maxAttributesPerEvent: number;
+  maxAttributesPerLink: number;
 }
 
 export type { NormalizedTrace, TraceSummary } from '../core/index.js';

@@ -217,6 +217,24 @@ describe('CredentialResolver.checkGrant', () => {
     },
   );
 
+  it('matches project patterns without backtracking (a regex of `*a*a*…` took seconds)', async () => {
+    const pattern = `${'*a'.repeat(31)}*`.slice(0, 62); // 63 characters at most, as config allows
+    const hostile = createCredentialResolver({
+      env: {},
+      dir: '/x',
+      grants: [{ env: 'K', projects: [`${pattern}c`] }],
+    });
+    const started = performance.now();
+    const err = await failure(() =>
+      hostile.checkGrant({ env: 'K' }, 'a'.repeat(63), 'h.example.com'),
+    );
+    expect(err.code).toBe('CREDENTIAL_NOT_GRANTED');
+    expect(() =>
+      hostile.checkGrant({ env: 'K' }, `${'a'.repeat(40)}c`, 'h.example.com'),
+    ).not.toThrow();
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('names the grant to add, in the config syntax', async () => {
     const err = await failure(() => r.checkGrant({ file: 'x/y' }, 'p', 'h.example.com'));
     expect(err.code).toBe('CREDENTIAL_NOT_GRANTED');

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isTouchstoneError } from '../core/index.js';
+import { globMatch, isTouchstoneError } from '../core/index.js';
 import { CredentialErrors } from './error-codes.js';
 import { compileHostPatterns, type HostPatterns } from './outbound-guard.js';
 
@@ -95,21 +95,19 @@ function checkRef(ref: CredentialRef): [string, string] | undefined {
   return [secret, key];
 }
 
-/** Project patterns: exact names, or `*` matching any run of characters. */
+/**
+ * Project patterns: exact names, or `*` matching any run of characters (the config schema allows
+ * no other wildcard). Matched by `globMatch`, not a regular expression: `*a*a*…` translated to
+ * `.*a.*a.*…` backtracks exponentially.
+ */
 function projectMatcher(patterns: readonly string[]): (project: string) => boolean {
   const exact = new Set<string>();
-  const globs: RegExp[] = [];
+  const globs: string[] = [];
   for (const p of patterns) {
-    if (!p.includes('*')) exact.add(p);
-    else {
-      const body = p
-        .split('*')
-        .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-        .join('.*');
-      globs.push(new RegExp(`^${body}$`));
-    }
+    if (p.includes('*')) globs.push(p);
+    else exact.add(p);
   }
-  return (project) => exact.has(project) || globs.some((g) => g.test(project));
+  return (project) => exact.has(project) || globs.some((g) => globMatch(g, project));
 }
 
 export interface CredentialResolverOptions {

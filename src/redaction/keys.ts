@@ -9,6 +9,7 @@
  * suffix ends in a singular word (`_token`), and `input_tokens`, `max_tokens`, `token_count`,
  * `tokenizer` end otherwise.
  */
+import { globMatch } from '../core/index.js';
 
 /** Names whose value is always replaced (matched against the whole key and its final segment). */
 export const DEFAULT_KEY_NAMES: readonly string[] = [
@@ -62,38 +63,65 @@ export function globProblem(glob: string): string | undefined {
   return undefined;
 }
 
-/** `*` matches any run of characters (also dots), `?` one character. Iterative: O(n·m) worst. */
-export function globMatch(glob: string, text: string): boolean {
-  let g = 0;
-  let t = 0;
-  let star = -1;
-  let resume = 0;
-  while (t < text.length) {
-    const gc = glob.charCodeAt(g);
-    if (g < glob.length && (gc === 0x3f || gc === text.charCodeAt(t))) {
-      g++;
-      t++;
-    } else if (g < glob.length && gc === 0x2a) {
-      star = g++;
-      resume = t;
-    } else if (star >= 0) {
-      g = star + 1;
-      t = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (g < glob.length && glob.charCodeAt(g) === 0x2a) g++;
-  return g === glob.length;
+function isUpper(c: number): boolean {
+  return c >= 0x41 && c <= 0x5a;
 }
 
-/** `accessToken` → `access_token`, `X-Api-Key` → `x_api_key`, `APIKey` → `api_key`. */
+function isLower(c: number): boolean {
+  return c >= 0x61 && c <= 0x7a;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
+}
+
+/** What `\s` matches in a JavaScript regular expression. */
+function isJsSpace(c: number): boolean {
+  return (
+    (c >= 0x09 && c <= 0x0d) ||
+    c === 0x20 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+/**
+ * `accessToken` → `access_token`, `X-Api-Key` → `x_api_key`, `APIKey` → `api_key`.
+ *
+ * One pass, linear in the key's length (keys are untrusted and may be huge): an underscore goes
+ * before a capital that follows a lowercase letter or digit, and before the last capital of a run
+ * of capitals that a lowercase letter follows (`APIKey`); dashes and whitespace become
+ * underscores. The regex chain this replaces backtracked quadratically on runs of capitals.
+ */
 export function wordForm(segment: string): string {
-  return segment
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .replace(/[-\s]/g, '_')
-    .toLowerCase();
+  let out = '';
+  let from = 0;
+  const n = segment.length;
+  for (let i = 0; i < n; i++) {
+    const c = segment.charCodeAt(i);
+    if (isUpper(c) && i > 0) {
+      const prev = segment.charCodeAt(i - 1);
+      if (
+        isLower(prev) ||
+        isDigit(prev) ||
+        (isUpper(prev) && i + 1 < n && isLower(segment.charCodeAt(i + 1)))
+      ) {
+        out += `${segment.slice(from, i)}_`;
+        from = i;
+      }
+    } else if (c === 0x2d || isJsSpace(c)) {
+      out += `${segment.slice(from, i)}_`;
+      from = i + 1;
+    }
+  }
+  return (from === 0 ? segment : out + segment.slice(from)).toLowerCase();
 }
 
 function endsWithAny(s: string, suffixes: readonly string[]): boolean {

@@ -300,8 +300,33 @@ describe('free text', () => {
     ['db_password = s3cr3t; retry', 'db_password = [REDACTED]; retry'],
     ['max_tokens=512 input_tokens: 12', 'max_tokens=512 input_tokens: 12'],
     ['plain message without pairs', 'plain message without pairs'],
+    ['token=a:b token=c d', 'token=[REDACTED] token=[REDACTED] d'],
+    ['password=a:password=b:c, n=1', 'password=[REDACTED], n=1'],
+    ['x password=a:api_key="q r" z', 'x password=[REDACTED]"[REDACTED]" z'],
   ])('%s → %s', (text, expected) => {
     expect(r.redactText(text)).toBe(expected);
+  });
+
+  it('stays linear when secret pairs repeat inside one bare value (each used to rescan the rest)', () => {
+    const text = 'password=a:'.repeat(6_000); // 64 KiB: 4.7 s before
+    const started = performance.now();
+    expect(r.redactText(text)).toBe(`password=${REDACTED}`);
+    expect(r.redactText(`${text} n=1`)).toBe(`password=${REDACTED} n=1`);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('stays linear on a huge key of capitals in free text and in JSON', () => {
+    const key = 'TOKEN'.repeat(13_000); // 64 KiB: about 20 s before, in the key's word form
+    const started = performance.now();
+    // Compared as booleans: a failure must not print 64 KiB.
+    const text = `${key}=abc, ${key}_TOKEN=def`;
+    expect(r.redactText(text) === `${key}=abc, ${key}_TOKEN=${REDACTED}`).toBe(true);
+    const json = { [key]: 'v', [`${key}_TOKEN`]: { a: 1 } };
+    const out = r.redactJson(json) as Record<string, unknown>;
+    expect(out[key] === 'v' && out[`${key}_TOKEN`] === REDACTED).toBe(true);
+    const inString = r.redactText(JSON.stringify({ [`${key}_TOKEN`]: 'abc' }));
+    expect(inString === JSON.stringify({ [`${key}_TOKEN`]: REDACTED })).toBe(true);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('redacts JSON text as JSON', () => {

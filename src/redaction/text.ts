@@ -92,6 +92,11 @@ const KEY_VALUE = new RE2(
  */
 export function collectKeyValues(s: string, keys: KeyMatcher, out: number[]): void {
   if (!s.includes('=') && !s.includes(':')) return;
+  // Where the last bare secret value ran to. Matches come in order and each starts at or after
+  // the end of the previous secret's regex match, so a later bare value that ends before `reach`
+  // runs on to `reach` too: its characters were scanned already (`password=a:password=a:…` would
+  // otherwise rescan the rest of the text once per pair).
+  let reach = 0;
   KEY_VALUE.lastIndex = 0;
   for (let m = KEY_VALUE.exec(s); m !== null; m = KEY_VALUE.exec(s)) {
     const quoted = m[2] ?? m[3];
@@ -101,7 +106,13 @@ export function collectKeyValues(s: string, keys: KeyMatcher, out: number[]): vo
     if (keys.classify(m[1]!) === KEY_SECRET) {
       // A bare value stops at `:` and `=` so that scanning stays linear; a secret's value runs on
       // (`user:pass`, base64 padding).
-      if (quoted === undefined) while (end < s.length && !BARE_END.has(s.charCodeAt(end))) end++;
+      if (quoted === undefined) {
+        if (end < reach) end = reach;
+        else {
+          while (end < s.length && !BARE_END.has(s.charCodeAt(end))) end++;
+          reach = end;
+        }
+      }
       if (end > start) out.push(start, end);
     } else {
       // The value may itself hold a pair (`error: "password=…"`): resume the scan inside it.

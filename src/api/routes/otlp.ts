@@ -48,7 +48,7 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       }
       inFlight++;
       try {
-        const options = { maxAttributeBytes: deps.maxAttributeBytes };
+        const options = { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits };
         const body = request.body as Buffer | string;
         const decoded =
           encoding === 'protobuf'

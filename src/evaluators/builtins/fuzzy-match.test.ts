@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { seededRandom as random } from '../../../test/support/random.js';
 import { scoresOf, skipOf } from './evaluate.testkit.js';
 import { editDistance, fuzzyMatch, similarity } from './fuzzy-match.js';
 
@@ -14,17 +15,6 @@ function naiveDistance(a: readonly number[], b: readonly number[]): number {
     }
   }
   return row[a.length]!;
-}
-
-// mulberry32: a small seeded generator, so failures reproduce.
-function random(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const cp = (s: string) => Array.from(s, (c) => c.codePointAt(0)!);

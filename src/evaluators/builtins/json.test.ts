@@ -160,6 +160,47 @@ describe('json-schema', () => {
     ]);
   });
 
+  it('runs pattern and patternProperties on RE2: a catastrophic pattern answers at once', async () => {
+    const evil = '^(a+)+$';
+    const started = performance.now();
+    const text = JSON.stringify(`${'a'.repeat(41)}!`);
+    expect((await check({ type: 'string', pattern: evil }, text))?.passed).toBe(false);
+    expect((await check({ type: 'string', pattern: evil }, '"aaaa"'))?.passed).toBe(true);
+    const keys = { type: 'object', patternProperties: { [evil]: { type: 'number' } } };
+    expect((await check(keys, { [`${'a'.repeat(41)}!`]: 'x', aa: 'y' }))?.passed).toBe(false);
+    expect((await check(keys, { [`${'a'.repeat(41)}!`]: 'x', aa: 1 }))?.passed).toBe(true);
+    const names = { type: 'object', propertyNames: { pattern: evil } };
+    expect((await check(names, { [`${'a'.repeat(41)}!`]: 1 }))?.passed).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('keeps the JavaScript meaning of common pattern syntax', async () => {
+    const schema = { type: 'string', pattern: '^\\p{Lu}\\w+-\\d{2,3}$' };
+    expect((await check(schema, '"Ab_c-12"'))?.passed).toBe(true);
+    expect((await check(schema, '"ab-12"'))?.passed).toBe(false);
+    expect((await check({ type: 'string', pattern: 'b' }, '"abc"'))?.passed).toBe(true);
+    const named = { type: 'string', pattern: '^(?<year>\\d{4})-\\d\\d$' };
+    expect((await check(named, '"2024-06"'))?.passed).toBe(true);
+  });
+
+  it.each([
+    [{ type: 'string', pattern: '(?<=a)b' }, '/pattern'],
+    [{ properties: { name: { pattern: '(a)\\1' } } }, '/properties/name/pattern'],
+    [{ patternProperties: { '^(?!x)': {} } }, '/patternProperties/^(?!x)'],
+    [
+      { prefixItems: [{ const: { pattern: '(?=a)' } }, { pattern: '(?=a)' }] },
+      '/prefixItems/1/pattern',
+    ],
+    [{ $ref: '#/$defs/a~1b', $defs: { 'a/b': { pattern: 'x(?!y)' } } }, '/$defs/a~1b/pattern'],
+  ])('refuses %j at bind, naming the pattern by its JSON pointer %s', (schema, pointer) => {
+    const err = bindError({ schema });
+    expect(isTouchstoneError(err)).toBe(true);
+    if (!isTouchstoneError(err)) return;
+    expect(err.kind).toBe('invalid_argument');
+    expect(err.details[0]?.path).toBe('schema');
+    expect(err.message).toContain(`the pattern at ${pointer} uses syntax RE2 cannot run`);
+  });
+
   it('binds the same $id twice (one compiler per bind)', () => {
     const schema = { $id: 'https://example.com/s', type: 'object' };
     expect(bindError({ schema })).toBeUndefined();

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import RE2 from 're2';
 import { z } from 'zod';
 import { CoreErrors, isTextContent, outputText } from '../../core/index.js';
 import { defineEvaluator } from '../contract.js';
@@ -67,6 +68,28 @@ export const jsonValid = defineEvaluator({
   },
 });
 
+/** A `pattern` or `patternProperties` regex that RE2 cannot run (lookaround, backreferences). */
+class UnsupportedPattern {
+  constructor(readonly pattern: string) {}
+}
+
+/**
+ * Schema regexes run on RE2, in time linear in the text: on V8's backtracking engine a pattern
+ * such as `^(a+)+$` makes one output block the process for as long as it likes. Syntax RE2 cannot
+ * run is refused when the schema is bound.
+ */
+const re2Engine = Object.assign(
+  (pattern: string, flags: string) => {
+    try {
+      return new RE2(pattern, flags);
+    } catch {
+      throw new UnsupportedPattern(pattern);
+    }
+  },
+  // How ajv's standalone code would import the engine; this module only compiles in process.
+  { code: 'require("ajv/dist/runtime/re2").default' },
+);
+
 // strict: false follows the spec (unknown keywords such as OpenAPI's `example` are ignored);
 // formats are annotations in 2020-12 and would need a format library. No remote $ref is ever
 // loaded: compile() has no loader, so a schema that needs one fails at bind.
@@ -75,6 +98,7 @@ const AJV_OPTIONS = {
   allErrors: true,
   validateFormats: false,
   logger: false,
+  code: { regExp: re2Engine },
 } as const;
 
 interface SchemaCompiler {
@@ -112,8 +136,44 @@ function compileSchema(schema: Record<string, unknown>): ValidateFunction {
   try {
     return dialect.make().compile(schema);
   } catch (err) {
+    if (err instanceof UnsupportedPattern) {
+      // Named by where it is (a JSON pointer into the schema), not by its text.
+      const at = patternPointer(schema, err.pattern);
+      throw invalidSchema(
+        `${at === undefined ? 'a pattern' : `the pattern at ${at}`} uses syntax RE2 cannot run (lookaround, backreferences); schema patterns run on RE2 so that no output can stall validation`,
+      );
+    }
     throw invalidSchema(err instanceof Error ? err.message : String(err));
   }
+}
+
+/** Keywords whose values are data, not schemas: a `pattern` inside them is not a regex. */
+const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
+
+/** JSON pointer escaping (RFC 6901). */
+function pointerToken(key: string): string {
+  return key.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/** The JSON pointer of the first `pattern` or `patternProperties` key that is `pattern`. */
+function patternPointer(node: unknown, pattern: string, at = ''): string | undefined {
+  if (typeof node !== 'object' || node === null) return undefined;
+  for (const [key, value] of Object.entries(node)) {
+    const here = `${at}/${pointerToken(key)}`;
+    if (Array.isArray(node)) {
+      const found = patternPointer(value, pattern, here);
+      if (found !== undefined) return found;
+      continue;
+    }
+    if (DATA_KEYWORDS.has(key)) continue;
+    if (key === 'pattern' && value === pattern) return here;
+    if (key === 'patternProperties' && typeof value === 'object' && value !== null) {
+      if (Object.hasOwn(value, pattern)) return `${here}/${pointerToken(pattern)}`;
+    }
+    const found = patternPointer(value, pattern, here);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** The deepest failure is the most specific one (anyOf and oneOf also report their own). */

@@ -144,6 +144,34 @@ describe('normalizeTrace: which spans are steps', () => {
 });
 
 describe('normalizeTrace: order, links, partial traces', () => {
+  it('shows what spans lost to dropped counts on their steps and summed in the metadata', () => {
+    const root = span('POST /chat', { kind: 2, start: 0, end: 100 });
+    const llm = span('chat gpt-4o', { parent: 'POST /chat', start: 10, end: 90, attrs: chat() });
+    const { record } = valid([
+      { ...root, droppedAttributesCount: 4, droppedLinksCount: 1 },
+      {
+        ...llm,
+        droppedAttributesCount: 2,
+        droppedEventsCount: 3,
+        events: [{ name: 'e', timeUnixNano: ns(20), attributes: {}, droppedAttributesCount: 5 }],
+      },
+    ]);
+    expect(record.trajectory?.[0]?.dropped).toEqual({
+      attributes: 2,
+      events: 3,
+      eventAttributes: 5,
+    });
+    expect(record.metadata?.dropped).toEqual({
+      attributes: 6,
+      events: 3,
+      links: 1,
+      eventAttributes: 5,
+    });
+    const clean = valid([root, llm]).record;
+    expect(clean.trajectory?.[0]).not.toHaveProperty('dropped');
+    expect(clean.metadata).not.toHaveProperty('dropped');
+  });
+
   it('orders by start time (parallel calls in start order), ancestors first on a tie', () => {
     const tool = (name: string, start: number, end: number) =>
       span(name, {

@@ -1,4 +1,5 @@
 import {
+  type Dropped,
   type EvalRecord,
   type NormalizedTrace,
   type Span,
@@ -10,7 +11,7 @@ import {
 import { textView } from './precedence.js';
 import { labelsFrom } from './reader.js';
 import { sdkRecordFields } from './touchstone-sdk.js';
-import { buildTrace, type SpanNode, type StepDraft, toSteps } from './trajectory.js';
+import { buildTrace, droppedOf, type SpanNode, type StepDraft, toSteps } from './trajectory.js';
 import { decodeJsonEncoded, durationMs, isObject, isoOf, withParseCache } from './values.js';
 
 export interface NormalizeOptions {
@@ -95,6 +96,20 @@ function sumUsage(steps: readonly StepDraft[]): Usage {
   if (out.costUsd !== undefined) out.costUsd = Math.round(out.costUsd * 1e9) / 1e9;
   for (const key of Object.keys(out) as Array<keyof Usage>) {
     if (!Number.isFinite(out[key])) delete out[key];
+  }
+  return out;
+}
+
+/** What the trace's spans lost, summed: drops on spans that are not steps show here too. */
+function droppedTotals(nodes: readonly SpanNode[]): Dropped | undefined {
+  let out: Dropped | undefined;
+  for (const n of nodes) {
+    const dropped = droppedOf(n.span);
+    if (dropped === undefined) continue;
+    out ??= {};
+    for (const [field, count] of Object.entries(dropped) as [keyof Dropped, number][]) {
+      out[field] = (out[field] ?? 0) + count;
+    }
   }
   return out;
 }
@@ -207,6 +222,8 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   if (sdk !== undefined) conventions.push('touchstone-sdk');
   if (conventions.length > 0) metadata.conventions = conventions;
   if (options.project) metadata.project = options.project;
+  const dropped = droppedTotals(tree.nodes);
+  if (dropped !== undefined) metadata.dropped = dropped;
 
   const record: EvalRecord = { id: traceId, trajectory, usage, metadata, labels: labelMap };
   if (input !== undefined) record.input = input;

@@ -100,7 +100,11 @@ const SESSION = inOrder([
 ]);
 const USER = inOrder(['openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']);
 
-const HANDOFF_NAMES = [/^handoff to (.+)$/i, /^(.+?) → (.+)\.handoff$/, /^Handoff: (.+?) → (.+)$/];
+/** `handoff to <agent>` (OpenAI Agents' handoff tool). */
+const HANDOFF_TO = /^handoff to (.+)$/i;
+const ARROW = ' → ';
+const HANDOFF_SUFFIX = '.handoff';
+const HANDOFF_PREFIX = 'Handoff: ';
 
 /** The Step fields of a span that cost parsing (messages, payloads), read only for steps. */
 export interface SpanContent {
@@ -158,13 +162,43 @@ function safe<T>(fn: () => T | undefined): T | undefined {
 function handoffNames(span: Span): { from?: string; to?: string } | undefined {
   const names = [span.name, attrString(span, 'logfire.msg')].filter((n): n is string => !!n);
   for (const name of names) {
-    for (const re of HANDOFF_NAMES) {
-      const m = re.exec(name);
-      if (!m) continue;
-      return m.length === 2 ? { to: m[1] } : { from: m[1], to: m[2] };
-    }
+    const found = handoffOfName(name);
+    if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/**
+ * The agents a handoff span's name names: `handoff to <to>` (any case), `<from> → <to>.handoff`,
+ * `Handoff: <from> → <to>`; split at the first arrow, each side non-empty, on one line. The arrow
+ * forms are found with indexOf: as regular expressions (`^(.+?) → (.+)\.handoff$`) they rescanned
+ * the rest of the text at every arrow, and `logfire.msg` can hold 64 KiB of arrows.
+ */
+export function handoffOfName(name: string): { from?: string; to?: string } | undefined {
+  const to = HANDOFF_TO.exec(name)?.[1];
+  if (to !== undefined) return { to };
+  const suffixed = name.endsWith(HANDOFF_SUFFIX);
+  const prefixed = name.startsWith(HANDOFF_PREFIX);
+  if ((!suffixed && !prefixed) || hasLineBreak(name)) return undefined;
+  return (
+    (suffixed ? splitAtArrow(name.slice(0, -HANDOFF_SUFFIX.length)) : undefined) ??
+    (prefixed ? splitAtArrow(name.slice(HANDOFF_PREFIX.length)) : undefined)
+  );
+}
+
+function splitAtArrow(body: string): { from: string; to: string } | undefined {
+  const arrow = body.indexOf(ARROW, 1);
+  if (arrow < 0 || arrow + ARROW.length >= body.length) return undefined;
+  return { from: body.slice(0, arrow), to: body.slice(arrow + ARROW.length) };
+}
+
+/** Whether `s` holds a character `.` does not match in a regular expression. */
+function hasLineBreak(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x0a || c === 0x0d || c === 0x2028 || c === 0x2029) return true;
+  }
+  return false;
 }
 
 function stepType(span: Span, ctx: SpanContext): { type: StepType; evaluator: boolean } {

@@ -1,4 +1,4 @@
-import type { Message, Span, Step, StepType, ToolCall, Usage } from '../../core/index.js';
+import type { Dropped, Message, Span, Step, StepType, ToolCall, Usage } from '../../core/index.js';
 import { readSpan, type SpanReading } from './precedence.js';
 import {
   canonicalJson,
@@ -392,8 +392,26 @@ export function toSteps(drafts: StepDraft[]): Step[] {
     const parent = stepParent(d.node, stepNodes);
     if (parent) step.parentSpanId = parent;
     step.attributes = jsonSafeAttributes(span.attributes);
+    const dropped = droppedOf(span);
+    if (dropped !== undefined) step.dropped = dropped;
     return step;
   });
+}
+
+/** What a span lost to dropped counts (its sender's and the ingest limits'); undefined: nothing. */
+export function droppedOf(span: Span): Dropped | undefined {
+  let out: Dropped | undefined;
+  const add = (field: keyof Dropped, n: number | undefined) => {
+    if (n === undefined || n <= 0) return;
+    out ??= {};
+    out[field] = (out[field] ?? 0) + n;
+  };
+  add('attributes', span.droppedAttributesCount);
+  add('events', span.droppedEventsCount);
+  add('links', span.droppedLinksCount);
+  for (const e of span.events) add('eventAttributes', e.droppedAttributesCount);
+  for (const l of span.links) add('linkAttributes', l.droppedAttributesCount);
+  return out;
 }
 
 /** Tree, root, and ordered step drafts of one trace's spans. */

@@ -1,5 +1,6 @@
 /** Attribute rules shared by both decoders. */
 import type { Attributes, AttributeValue } from '../../core/index.js';
+import type { DecodeOptions, SpanCountLimits } from '../types.js';
 
 /** Deepest AnyValue nesting accepted (arrays and kvlists inside each other). */
 export const MAX_VALUE_DEPTH = 32;
@@ -14,4 +15,20 @@ export function setAttribute(into: Attributes, key: string, value: AttributeValu
       configurable: true,
     });
   } else into[key] = value;
+}
+
+const NO_COUNT_LIMITS: SpanCountLimits = {
+  maxAttributesPerSpan: Number.POSITIVE_INFINITY,
+  maxEventsPerSpan: Number.POSITIVE_INFINITY,
+  maxLinksPerSpan: Number.POSITIVE_INFINITY,
+  maxAttributesPerEvent: Number.POSITIVE_INFINITY,
+  maxAttributesPerLink: Number.POSITIVE_INFINITY,
+};
+
+/**
+ * The count limits a decoder applies: attributes (KeyValues as listed, a repeated key counting
+ * again), events and links past them are skipped unread and counted as dropped.
+ */
+export function countLimitsOf(options: DecodeOptions): SpanCountLimits {
+  return options.limits ?? NO_COUNT_LIMITS;
 }

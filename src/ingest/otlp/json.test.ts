@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { isTouchstoneError } from '../../core/index.js';
 import { decodeOtlpJson, decodeOtlpProtobuf } from './index.js';
-import { genAiSpans, overrideSpan, sdkTrace, toJson, toProtobuf } from './otel-spans.testkit.js';
+import {
+  genAiSpans,
+  overrideSpan,
+  SMALL_COUNT_LIMITS,
+  sdkTrace,
+  toJson,
+  toProtobuf,
+  WITHIN_SMALL_COUNT_LIMITS,
+} from './otel-spans.testkit.js';
 
 const OPTS = { maxAttributeBytes: 64 * 1024 };
 
@@ -198,6 +206,68 @@ describe('decodeOtlpJson', () => {
     expect(span!.attributes).toEqual({ ok: 'yes' });
     expect(span!.status).toEqual({ code: 0, message: '' });
     expect(span!.parentSpanId).toBe('');
+  });
+
+  it('keeps the dropped counts a sender reports, in either spelling, camelCase first', () => {
+    const [span] = decodeOtlpJson(
+      oneSpan({
+        droppedAttributesCount: 3,
+        dropped_attributes_count: 9,
+        dropped_events_count: '2',
+        droppedLinksCount: 1,
+        events: [
+          { name: 'e', timeUnixNano: '5', droppedAttributesCount: 4 },
+          { name: 'clean', droppedAttributesCount: 0 },
+        ],
+        links: [
+          {
+            traceId: '01'.repeat(16),
+            spanId: '0102030405060708',
+            dropped_attributes_count: 6,
+          },
+        ],
+      }),
+      OPTS,
+    ).spans;
+    expect(span).toMatchObject({
+      droppedAttributesCount: 3,
+      droppedEventsCount: 2,
+      droppedLinksCount: 1,
+      events: [{ name: 'e', droppedAttributesCount: 4 }, { name: 'clean' }],
+      links: [{ droppedAttributesCount: 6 }],
+    });
+    expect(span!.events[1]).not.toHaveProperty('droppedAttributesCount');
+    expect(decodeOtlpJson(oneSpan({}), OPTS).spans[0]).not.toHaveProperty('droppedEventsCount');
+  });
+
+  it('skips what is over the count limits unread and counts it as dropped', () => {
+    const kv = (key: string, n: number) => ({ key, value: { intValue: n } });
+    const link = { traceId: '01'.repeat(16), spanId: '0102030405060708' };
+    const [span] = decodeOtlpJson(
+      oneSpan({
+        // The fourth is not even a KeyValue: past the limit, it is never read.
+        attributes: [kv('a', 1), kv('b', 2), kv('c', 3), 'not a KeyValue'],
+        droppedAttributesCount: 5,
+        events: [{ name: 'e1', attributes: [kv('x', 1), kv('y', 2)] }, 'not an event'],
+        links: [
+          { ...link, attributes: [kv('x', 1), kv('y', 2)], droppedAttributesCount: 1 },
+          { traceId: '00'.repeat(16), spanId: '0102030405060708' },
+        ],
+      }),
+      { ...OPTS, limits: SMALL_COUNT_LIMITS },
+    ).spans;
+    expect(span).toMatchObject(WITHIN_SMALL_COUNT_LIMITS);
+  });
+
+  it('refuses a dropped count that is not an unsigned 32-bit integer, naming the field', () => {
+    for (const bad of [-1, 1.5, 2 ** 32, 'x', {}]) {
+      expect(failure(oneSpan({ droppedEventsCount: bad })).message).toContain(
+        'spans[0]: droppedEventsCount must be an unsigned 32-bit integer',
+      );
+    }
+    expect(
+      failure(oneSpan({ events: [{ name: 'e', droppedAttributesCount: -2 }] })).message,
+    ).toContain('events[0]: droppedAttributesCount must be an unsigned 32-bit integer');
   });
 
   it('refuses spans with invalid or all-zero ids and keeps the others', () => {

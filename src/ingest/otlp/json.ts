@@ -20,8 +20,8 @@ import type {
   SpanLink,
   StatusCode,
 } from '../../core/index.js';
-import type { DecodedSpans, DecodeOptions } from '../types.js';
-import { MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
+import type { DecodedSpans, DecodeOptions, SpanCountLimits } from '../types.js';
+import { countLimitsOf, MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
 import { OtlpErrors } from './error-codes.js';
 import { jsonInt64Value, jsonUint64Decimal } from './int64.js';
 import { REJECT, Rejections, type RejectReason } from './rejections.js';
@@ -61,7 +61,10 @@ const STATUS_CODE_NAMES: Record<string, StatusCode> = {
  */
 export function decodeOtlpJson(text: string, options: DecodeOptions): DecodedSpans {
   const root = parseOtlpJson(text);
-  const decoder = new JsonDecoder(normaliseLimit(options.maxAttributeBytes));
+  const decoder = new JsonDecoder(
+    normaliseLimit(options.maxAttributeBytes),
+    countLimitsOf(options),
+  );
   walkOtlpJson(() => decoder.request(root), 'ExportTraceServiceRequest');
   return {
     spans: decoder.spans,
@@ -150,6 +153,14 @@ function enumValue(v: unknown, names: Record<string, number>, count: number, wha
   throw new ShapeError(`${what} must be an enum number or name`);
 }
 
+/** A uint32 field (`droppedAttributesCount`): a JSON number, or its decimal string. */
+export function uint32(v: unknown, what: string): number {
+  if (v === undefined) return 0;
+  const n = typeof v === 'string' && /^[0-9]{1,10}$/.test(v) ? Number(v) : v;
+  if (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 0xffffffff) return n;
+  throw new ShapeError(`${what} must be an unsigned 32-bit integer`);
+}
+
 const HEX_DIGITS = /^[0-9a-fA-F]*$/;
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
@@ -179,7 +190,10 @@ export class JsonDecoder {
   readonly spans: Span[] = [];
   readonly rejections = new Rejections();
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxBytes: number,
+    protected readonly counts: SpanCountLimits,
+  ) {}
 
   // Each message walks its own keys once (a switch per key): unknown fields cost nothing, both
   // spellings are one case, and no lookup probes for absent keys. lowerCamelCase wins over
@@ -213,7 +227,9 @@ export class JsonDecoder {
     const r = objectOrAbsent(nullToAbsent(res), 'resource');
     if (r !== undefined) {
       for (const k in r) {
-        if (k === 'attributes') this.attributes(r[k], resource, 'resource.attributes');
+        if (k === 'attributes') {
+          this.attributes(r[k], resource, 'resource.attributes', Number.POSITIVE_INFINITY);
+        }
       }
     }
     const items = arrayOrAbsent(nullToAbsent(list), 'scopeSpans');
@@ -266,6 +282,9 @@ export class JsonDecoder {
     let eventList: unknown;
     let linkList: unknown;
     let statusRaw: unknown;
+    let droppedAttributesRaw: unknown;
+    let droppedEventsRaw: unknown;
+    let droppedLinksRaw: unknown;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -318,16 +337,41 @@ export class JsonDecoder {
         case 'status':
           statusRaw = x;
           break;
+        case 'droppedAttributesCount':
+          droppedAttributesRaw = x;
+          break;
+        case 'dropped_attributes_count':
+          droppedAttributesRaw ??= x;
+          break;
+        case 'droppedEventsCount':
+          droppedEventsRaw = x;
+          break;
+        case 'dropped_events_count':
+          droppedEventsRaw ??= x;
+          break;
+        case 'droppedLinksCount':
+          droppedLinksRaw = x;
+          break;
+        case 'dropped_links_count':
+          droppedLinksRaw ??= x;
+          break;
       }
     }
     const startTime = time(startRaw, 'startTimeUnixNano');
     const endTime = time(endRaw, 'endTimeUnixNano');
     const attributes: Attributes = {};
-    this.attributes(attributeList, attributes, 'attributes');
+    const { counts } = this;
+    const droppedAttributes =
+      uint32(droppedAttributesRaw, 'droppedAttributesCount') +
+      this.attributes(attributeList, attributes, 'attributes', counts.maxAttributesPerSpan);
 
+    // Events and links past the count limits are not read; they count as dropped.
     const events: SpanEvent[] = [];
     const eventItems = arrayOrAbsent(eventList, 'events');
-    for (let i = 0; i < eventItems.length; i++) {
+    const eventCount = Math.min(eventItems.length, counts.maxEventsPerSpan);
+    const droppedEvents =
+      uint32(droppedEventsRaw, 'droppedEventsCount') + eventItems.length - eventCount;
+    for (let i = 0; i < eventCount; i++) {
       try {
         events.push(this.event(eventItems[i]));
       } catch (err) {
@@ -338,7 +382,10 @@ export class JsonDecoder {
     const links: SpanLink[] = [];
     let linkProblem: RejectReason | undefined;
     const linkItems = arrayOrAbsent(linkList, 'links');
-    for (let i = 0; i < linkItems.length; i++) {
+    const linkCount = Math.min(linkItems.length, counts.maxLinksPerSpan);
+    const droppedLinks =
+      uint32(droppedLinksRaw, 'droppedLinksCount') + linkItems.length - linkCount;
+    for (let i = 0; i < linkCount; i++) {
       try {
         const link = this.link(linkItems[i]);
         if (typeof link === 'string') linkProblem ??= link;
@@ -385,7 +432,7 @@ export class JsonDecoder {
       return;
     }
 
-    this.spans.push({
+    const span: Span = {
       traceId,
       spanId,
       // Some exporters send zeros for "no parent".
@@ -400,13 +447,19 @@ export class JsonDecoder {
       status,
       resource,
       scope,
-    });
+    };
+    if (droppedAttributes > 0) span.droppedAttributesCount = droppedAttributes;
+    if (droppedEvents > 0) span.droppedEventsCount = droppedEvents;
+    if (droppedLinks > 0) span.droppedLinksCount = droppedLinks;
+    this.spans.push(span);
   }
 
   private event(v: unknown): SpanEvent {
     if (!isObject(v)) throw new ShapeError('must be an object');
     const event: SpanEvent = { name: '', timeUnixNano: '0', attributes: {} };
     let timeRaw: unknown;
+    let droppedRaw: unknown;
+    let skipped = 0;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -421,11 +474,24 @@ export class JsonDecoder {
           timeRaw ??= x;
           break;
         case 'attributes':
-          this.attributes(x, event.attributes, 'attributes');
+          skipped = this.attributes(
+            x,
+            event.attributes,
+            'attributes',
+            this.counts.maxAttributesPerEvent,
+          );
+          break;
+        case 'droppedAttributesCount':
+          droppedRaw = x;
+          break;
+        case 'dropped_attributes_count':
+          droppedRaw ??= x;
           break;
       }
     }
     event.timeUnixNano = time(timeRaw, 'timeUnixNano');
+    const dropped = uint32(droppedRaw, 'droppedAttributesCount') + skipped;
+    if (dropped > 0) event.droppedAttributesCount = dropped;
     return event;
   }
 
@@ -434,6 +500,8 @@ export class JsonDecoder {
     const attributes: Attributes = {};
     let traceIdRaw: unknown;
     let spanIdRaw: unknown;
+    let droppedRaw: unknown;
+    let skipped = 0;
     for (const k in v) {
       const x = v[k];
       if (x === null) continue;
@@ -451,28 +519,42 @@ export class JsonDecoder {
           spanIdRaw ??= x;
           break;
         case 'attributes':
-          this.attributes(x, attributes, 'attributes');
+          skipped = this.attributes(x, attributes, 'attributes', this.counts.maxAttributesPerLink);
+          break;
+        case 'droppedAttributesCount':
+          droppedRaw = x;
+          break;
+        case 'dropped_attributes_count':
+          droppedRaw ??= x;
           break;
       }
     }
+    const dropped = uint32(droppedRaw, 'droppedAttributesCount') + skipped;
     const traceId = jsonId(traceIdRaw, 16);
     if (traceId === undefined || traceId === '' || isZeroHex(traceId))
       return REJECT.linkTraceIdInvalid;
     const spanId = jsonId(spanIdRaw, 8);
     if (spanId === undefined || spanId === '' || isZeroHex(spanId)) return REJECT.linkSpanIdInvalid;
-    return { traceId, spanId, attributes };
+    const link: SpanLink = { traceId, spanId, attributes };
+    if (dropped > 0) link.droppedAttributesCount = dropped;
+    return link;
   }
 
-  /** A KeyValue array set on `into`; `what` names the field for errors. */
-  protected attributes(v: unknown, into: Attributes, what: string): void {
+  /**
+   * A KeyValue array set on `into`; `what` names the field for errors. Entries past `max` are not
+   * read; returns how many there were.
+   */
+  protected attributes(v: unknown, into: Attributes, what: string, max: number): number {
     const list = arrayOrAbsent(nullToAbsent(v), what);
-    for (let i = 0; i < list.length; i++) {
+    const count = Math.min(list.length, max);
+    for (let i = 0; i < count; i++) {
       try {
         this.keyValue(list[i], into, 0);
       } catch (err) {
         throw within(err, what, i);
       }
     }
+    return list.length - count;
   }
 
   private keyValue(v: unknown, into: Attributes, depth: number): void {

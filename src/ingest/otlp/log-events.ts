@@ -24,6 +24,8 @@ export interface DecodedLogRecord {
   time: string;
   observedTime: string;
   attributes: Attributes;
+  /** Attributes the sender dropped plus those past `traces.limits.max_attributes_per_event`. */
+  droppedAttributes: number;
   body: AttributeValue | undefined;
 }
 
@@ -42,11 +44,13 @@ function spanEventOf(record: DecodedLogRecord, name: string): SpanEvent {
   const body = record.body;
   if (isMap(body)) for (const key of Object.keys(body)) setAttribute(attributes, key, body[key]!);
   else if (body !== undefined) setAttribute(attributes, 'body', body);
-  return {
+  const event: SpanEvent = {
     name,
     timeUnixNano: record.time !== '0' ? record.time : record.observedTime,
     attributes,
   };
+  if (record.droppedAttributes > 0) event.droppedAttributesCount = record.droppedAttributes;
+  return event;
 }
 
 /** Sorts the records of one logs request into kept GenAI events, refusals and ignored records. */

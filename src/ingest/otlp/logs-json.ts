@@ -5,6 +5,7 @@
  * scopes are skipped: a log record's events join a span, which brings its own.
  */
 import type { DecodedLogs, DecodeOptions } from '../types.js';
+import { countLimitsOf } from './attributes.js';
 import {
   arrayOrAbsent,
   isObject,
@@ -17,6 +18,7 @@ import {
   ShapeError,
   stringOrAbsent,
   time,
+  uint32,
   walkOtlpJson,
   within,
 } from './json.js';
@@ -29,7 +31,10 @@ import { normaliseLimit } from './truncate.js';
  */
 export function decodeOtlpLogsJson(text: string, options: DecodeOptions): DecodedLogs {
   const root = parseOtlpJson(text);
-  const decoder = new LogsJsonDecoder(normaliseLimit(options.maxAttributeBytes));
+  const decoder = new LogsJsonDecoder(
+    normaliseLimit(options.maxAttributeBytes),
+    countLimitsOf(options),
+  );
   walkOtlpJson(() => decoder.logsRequest(root), 'ExportLogsServiceRequest');
   return decoder.sorter.result();
 }
@@ -87,9 +92,20 @@ class LogsJsonDecoder extends JsonDecoder {
         'observedTimeUnixNano',
       ),
       attributes: {},
+      droppedAttributes: 0,
       body: undefined,
     };
-    this.attributes(v.attributes, record.attributes, 'attributes');
+    const skipped = this.attributes(
+      v.attributes,
+      record.attributes,
+      'attributes',
+      this.counts.maxAttributesPerEvent,
+    );
+    const sent = uint32(
+      field(v, 'droppedAttributesCount', 'dropped_attributes_count'),
+      'droppedAttributesCount',
+    );
+    record.droppedAttributes = skipped + sent;
     const body = objectOrAbsent(nullToAbsent(v.body), 'body');
     if (body !== undefined) record.body = this.anyValue(body, 0);
     this.sorter.add(record);

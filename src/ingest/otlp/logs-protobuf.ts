@@ -6,6 +6,7 @@
  */
 import { WireType } from '@bufbuild/protobuf/wire';
 import type { DecodedLogs, DecodeOptions } from '../types.js';
+import { countLimitsOf } from './attributes.js';
 import { OtlpErrors } from './error-codes.js';
 import { type DecodedLogRecord, LogRecordSorter } from './log-events.js';
 import { DecodeFailure, isZero, ProtobufDecoder } from './protobuf.js';
@@ -16,7 +17,11 @@ import { normaliseLimit } from './truncate.js';
  * cannot be decoded throws OTLP_DECODE_FAILED naming a byte offset.
  */
 export function decodeOtlpLogsProtobuf(body: Uint8Array, options: DecodeOptions): DecodedLogs {
-  const decoder = new LogsProtobufDecoder(body, normaliseLimit(options.maxAttributeBytes));
+  const decoder = new LogsProtobufDecoder(
+    body,
+    normaliseLimit(options.maxAttributeBytes),
+    countLimitsOf(options),
+  );
   try {
     decoder.logsRequest();
   } catch (err) {
@@ -81,8 +86,10 @@ class LogsProtobufDecoder extends ProtobufDecoder {
       time: '0',
       observedTime: '0',
       attributes: {},
+      droppedAttributes: 0,
       body: undefined,
     };
+    let attributes = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -94,8 +101,10 @@ class LogsProtobufDecoder extends ProtobufDecoder {
           record.observedTime = this.fixed64Decimal();
           break;
         case (2 << 3) | WireType.Varint:
-        case (7 << 3) | WireType.Varint:
           this.uint32();
+          break;
+        case (7 << 3) | WireType.Varint:
+          record.droppedAttributes += this.uint32();
           break;
         case (3 << 3) | WireType.LengthDelimited:
           r.pos = this.delimited();
@@ -107,7 +116,11 @@ class LogsProtobufDecoder extends ProtobufDecoder {
           break;
         }
         case (6 << 3) | WireType.LengthDelimited:
-          this.keyValueField(record.attributes, 0);
+          // Past the per-event limit a KeyValue is skipped unread, as on span events.
+          if (++attributes > this.counts.maxAttributesPerEvent) {
+            r.pos = this.delimited();
+            record.droppedAttributes++;
+          } else this.keyValueField(record.attributes, 0);
           break;
         case (8 << 3) | WireType.Bit32:
           this.skipFixed32();

@@ -186,6 +186,52 @@ describe('OTLP logs decoding (GenAI events as log records)', () => {
     );
   });
 
+  it('keeps at most max_attributes_per_event attributes of a record, counting the rest as dropped', () => {
+    const limits = {
+      maxAttributesPerSpan: 128,
+      maxEventsPerSpan: 128,
+      maxLinksPerSpan: 128,
+      maxAttributesPerEvent: 3,
+      maxAttributesPerLink: 128,
+    };
+    const attributes = Array.from({ length: 10 }, (_, i) => keyValue(`a${i}`, any.int(i)));
+    const pb = decodeOtlpLogsProtobuf(
+      logsRequest([
+        logRecord({ eventName: 'gen_ai.user.message', attributes, extra: [varint(7, 2)] }),
+      ]),
+      { ...OPTS, limits },
+    );
+    expect(Object.keys(pb.events[0]?.event.attributes ?? {})).toEqual(['a0', 'a1', 'a2']);
+    expect(pb.events[0]?.event.droppedAttributesCount).toBe(9);
+    const json = decodeOtlpLogsJson(
+      JSON.stringify({
+        resourceLogs: [
+          {
+            scopeLogs: [
+              {
+                logRecords: [
+                  {
+                    traceId: TRACE_ID,
+                    spanId: SPAN_ID,
+                    eventName: 'gen_ai.user.message',
+                    droppedAttributesCount: 2,
+                    attributes: Array.from({ length: 10 }, (_, i) => ({
+                      key: `a${i}`,
+                      value: { intValue: String(i) },
+                    })),
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+      { ...OPTS, limits },
+    );
+    expect(json.events[0]?.event.attributes).toEqual(pb.events[0]?.event.attributes);
+    expect(json.events[0]?.event.droppedAttributesCount).toBe(9);
+  });
+
   it('fails undecodable bodies with OTLP_DECODE_FAILED naming the offset, never the content', () => {
     const secret = 'sk-SECRET-0123456789';
     const valid = logsRequest([userMessage(secret)]);

@@ -321,3 +321,24 @@ export async function genAiSpans(count: number, seed = 7): Promise<ReadableSpan[
 
 export type { Link, ReadableSpan };
 export { SpanKind, SpanStatusCode };
+
+/**
+ * Count limits small enough to cut the hand-built span both decoder tests send (attributes a, b,
+ * c and one past them, 5 reported dropped; two events, the first with x and y; two links, the
+ * first with x and y and 1 reported dropped), and the span each decoder must make of it.
+ */
+export const SMALL_COUNT_LIMITS = {
+  maxAttributesPerSpan: 2,
+  maxEventsPerSpan: 1,
+  maxLinksPerSpan: 1,
+  maxAttributesPerEvent: 1,
+  maxAttributesPerLink: 1,
+};
+export const WITHIN_SMALL_COUNT_LIMITS = {
+  attributes: { a: 1, b: 2 },
+  droppedAttributesCount: 7,
+  events: [{ name: 'e1', attributes: { x: 1 }, droppedAttributesCount: 1 }],
+  droppedEventsCount: 1,
+  links: [{ attributes: { x: 1 }, droppedAttributesCount: 2 }],
+  droppedLinksCount: 1,
+};

@@ -6,10 +6,12 @@ import {
   overrideSpan,
   type ReadableSpan,
   recorder,
+  SMALL_COUNT_LIMITS,
   SpanStatusCode,
   sdkTrace,
   toJson,
   toProtobuf,
+  WITHIN_SMALL_COUNT_LIMITS,
 } from './otel-spans.testkit.js';
 import {
   any,
@@ -354,6 +356,65 @@ describe('decodeOtlpProtobuf on hand-built bodies', () => {
     expect(out.status).toEqual({ code: 0, message: 'msg' });
     expect(out.traceId).toBe(TRACE_ID);
     expect(out.spanId).toBe(SPAN_ID);
+  });
+
+  it('keeps the dropped counts a sender reports on spans, events and links', () => {
+    const [out] = decodeOtlpProtobuf(
+      request([
+        span({
+          extra: [
+            varint(10, 3),
+            ld(11, fixed64(1, 5n), ld(2, 'e'), varint(4, 4)),
+            ld(11, ld(2, 'clean'), varint(4, 0)),
+            varint(12, 2),
+            ld(13, ld(1, hexBytes(TRACE_ID)), ld(2, hexBytes(SPAN_ID)), varint(5, 6)),
+            varint(14, 1),
+          ],
+        }),
+        span({ spanId: hexBytes('0102030405060708'), extra: [varint(10, 0)] }),
+      ]),
+      OPTS,
+    ).spans;
+    expect(out).toMatchObject({
+      droppedAttributesCount: 3,
+      droppedEventsCount: 2,
+      droppedLinksCount: 1,
+      events: [{ name: 'e', droppedAttributesCount: 4 }, { name: 'clean' }],
+      links: [{ droppedAttributesCount: 6 }],
+    });
+    expect(out!.events[1]).not.toHaveProperty('droppedAttributesCount');
+    const clean = decodeOtlpProtobuf(request([span({ extra: [varint(10, 0)] })]), OPTS).spans[0];
+    expect(clean).not.toHaveProperty('droppedAttributesCount');
+    expect(clean).not.toHaveProperty('droppedEventsCount');
+  });
+
+  it('skips what is over the count limits unread and counts it as dropped', () => {
+    const link = (...extra: Uint8Array[]) =>
+      ld(13, ld(1, hexBytes(TRACE_ID)), ld(2, hexBytes(SPAN_ID)), ...extra);
+    const [out] = decodeOtlpProtobuf(
+      request([
+        span({
+          attributes: [
+            keyValue('a', any.int(1)),
+            keyValue('b', any.int(2)),
+            keyValue('c', any.int(3)),
+            // Past the limit, so never read: not even its bad wire type fails the request.
+            cat(ld(1, 'd'), varint(2, 1)),
+          ],
+          extra: [
+            varint(10, 5),
+            ld(11, ld(2, 'e1'), ld(3, keyValue('x', any.int(1))), ld(3, keyValue('y', any.int(2)))),
+            ld(11, ld(2, 'e2')),
+            link(ld(4, keyValue('x', any.int(1))), ld(4, keyValue('y', any.int(2))), varint(5, 1)),
+            // A link with a zero trace id past the limit does not refuse the span.
+            ld(13, ld(1, new Uint8Array(16)), ld(2, hexBytes(SPAN_ID))),
+          ],
+        }),
+      ]),
+      { ...OPTS, limits: SMALL_COUNT_LIMITS },
+    ).spans;
+    expect(out).toMatchObject(WITHIN_SMALL_COUNT_LIMITS);
+    expect(out!.attributes).not.toHaveProperty('c');
   });
 
   it('keeps every fixed64 time exact and every int64 exact', () => {

@@ -20,8 +20,8 @@ import type {
   SpanLink,
   StatusCode,
 } from '../../core/index.js';
-import type { DecodedSpans, DecodeOptions } from '../types.js';
-import { MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
+import type { DecodedSpans, DecodeOptions, SpanCountLimits } from '../types.js';
+import { countLimitsOf, MAX_VALUE_DEPTH, setAttribute } from './attributes.js';
 import { OtlpErrors } from './error-codes.js';
 import { int64Value, uint64ToDecimal } from './int64.js';
 import { REJECT, Rejections, type RejectReason } from './rejections.js';
@@ -67,7 +67,11 @@ const hexSlice: Slicer =
  * by one (`rejected`, `rejectReasons`); a body that cannot be decoded throws OTLP_DECODE_FAILED.
  */
 export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): DecodedSpans {
-  const decoder = new ProtobufDecoder(body, normaliseLimit(options.maxAttributeBytes));
+  const decoder = new ProtobufDecoder(
+    body,
+    normaliseLimit(options.maxAttributeBytes),
+    countLimitsOf(options),
+  );
   try {
     decoder.request();
   } catch (err) {
@@ -104,6 +108,7 @@ export class ProtobufDecoder {
   constructor(
     protected readonly buf: Uint8Array,
     private readonly maxBytes: number,
+    protected readonly counts: SpanCountLimits,
   ) {
     this.reader = new BinaryReader(buf);
     this.text = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
@@ -427,6 +432,15 @@ export class ProtobufDecoder {
     const links: SpanLink[] = [];
     let linkProblem: RejectReason | undefined;
     const status: { code: StatusCode; message: string } = { code: 0, message: '' };
+    // Reported by the sender, then added to by what is over the count limits.
+    let droppedAttributes = 0;
+    let droppedEvents = 0;
+    let droppedLinks = 0;
+    let attributeCount = 0;
+    let linkCount = 0;
+    let skippedAttributes = 0;
+    let skippedEvents = 0;
+    let skippedLinks = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -470,21 +484,40 @@ export class ProtobufDecoder {
           endTime = this.fixed64Decimal();
           break;
         case (9 << 3) | WireType.LengthDelimited:
-          this.keyValueField(attributes, 0);
+          if (attributeCount++ < this.counts.maxAttributesPerSpan) {
+            this.keyValueField(attributes, 0);
+          } else {
+            r.pos = this.delimited();
+            skippedAttributes++;
+          }
           break;
         case (10 << 3) | WireType.Varint:
+          droppedAttributes = this.uint32();
+          break;
         case (12 << 3) | WireType.Varint:
+          droppedEvents = this.uint32();
+          break;
         case (14 << 3) | WireType.Varint:
-          this.uint32();
+          droppedLinks = this.uint32();
           break;
         case (11 << 3) | WireType.LengthDelimited: {
           const e = this.delimited();
-          events.push(this.event(e));
-          this.close(e);
+          if (events.length < this.counts.maxEventsPerSpan) {
+            events.push(this.event(e));
+            this.close(e);
+          } else {
+            r.pos = e;
+            skippedEvents++;
+          }
           break;
         }
         case (13 << 3) | WireType.LengthDelimited: {
           const e = this.delimited();
+          if (linkCount++ >= this.counts.maxLinksPerSpan) {
+            r.pos = e;
+            skippedLinks++;
+            break;
+          }
           const link = this.link(e);
           this.close(e);
           if (typeof link === 'string') linkProblem ??= link;
@@ -538,7 +571,7 @@ export class ProtobufDecoder {
     }
     // Some exporters send eight zero bytes for "no parent".
     const parentSpanId = parentLen === 8 && !isZero(buf, parentAt, 8) ? this.hex(parentAt, 8) : '';
-    this.spans.push({
+    const span: Span = {
       traceId,
       spanId: this.hex(spanAt, 8),
       parentSpanId,
@@ -552,13 +585,23 @@ export class ProtobufDecoder {
       status,
       resource,
       scope,
-    });
+    };
+    droppedAttributes += skippedAttributes;
+    droppedEvents += skippedEvents;
+    droppedLinks += skippedLinks;
+    if (droppedAttributes > 0) span.droppedAttributesCount = droppedAttributes;
+    if (droppedEvents > 0) span.droppedEventsCount = droppedEvents;
+    if (droppedLinks > 0) span.droppedLinksCount = droppedLinks;
+    this.spans.push(span);
   }
 
   /** Span.Event: 1 time_unix_nano, 2 name, 3 attributes, 4 dropped_attributes_count. */
   private event(end: number): SpanEvent {
     const r = this.reader;
     const event: SpanEvent = { name: '', timeUnixNano: '0', attributes: {} };
+    let dropped = 0;
+    let count = 0;
+    let skipped = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -570,16 +613,22 @@ export class ProtobufDecoder {
           event.name = this.stringField();
           break;
         case (3 << 3) | WireType.LengthDelimited:
-          this.keyValueField(event.attributes, 0);
+          if (count++ < this.counts.maxAttributesPerEvent) this.keyValueField(event.attributes, 0);
+          else {
+            r.pos = this.delimited();
+            skipped++;
+          }
           break;
         case (4 << 3) | WireType.Varint:
-          this.uint32();
+          dropped = this.uint32();
           break;
         default:
           if (tag >>> 3 <= 4) throw this.wrongType(start);
           this.skip(tag, start);
       }
     }
+    dropped += skipped;
+    if (dropped > 0) event.droppedAttributesCount = dropped;
     return event;
   }
 
@@ -594,6 +643,9 @@ export class ProtobufDecoder {
     let spanAt = -1;
     let spanLen = 0;
     const attributes: Attributes = {};
+    let dropped = 0;
+    let count = 0;
+    let skipped = 0;
     while (r.pos < end) {
       const start = r.pos;
       const tag = this.tag();
@@ -616,10 +668,14 @@ export class ProtobufDecoder {
           r.pos = this.delimited();
           break;
         case (4 << 3) | WireType.LengthDelimited:
-          this.keyValueField(attributes, 0);
+          if (count++ < this.counts.maxAttributesPerLink) this.keyValueField(attributes, 0);
+          else {
+            r.pos = this.delimited();
+            skipped++;
+          }
           break;
         case (5 << 3) | WireType.Varint:
-          this.uint32();
+          dropped = this.uint32();
           break;
         case (6 << 3) | WireType.Bit32:
           this.skipFixed32();
@@ -631,7 +687,14 @@ export class ProtobufDecoder {
     }
     if (traceLen !== 16 || isZero(this.buf, traceAt, 16)) return REJECT.linkTraceIdInvalid;
     if (spanLen !== 8 || isZero(this.buf, spanAt, 8)) return REJECT.linkSpanIdInvalid;
-    return { traceId: this.hex(traceAt, 16), spanId: this.hex(spanAt, 8), attributes };
+    const link: SpanLink = {
+      traceId: this.hex(traceAt, 16),
+      spanId: this.hex(spanAt, 8),
+      attributes,
+    };
+    dropped += skipped;
+    if (dropped > 0) link.droppedAttributesCount = dropped;
+    return link;
   }
 
   /** Status: 2 message, 3 code (1 is the deprecated code, skipped). */

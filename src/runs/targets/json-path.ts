@@ -21,7 +21,9 @@ export function parseJsonPath(path: string): PathSegment[] | string {
     } else if (c === '[') {
       const rest = path.slice(i);
       const index = /^\[(\d{1,9})\]/.exec(rest);
-      const quoted = /^\[(['"])((?:\\.|(?!\1).)*)\1\]/.exec(rest);
+      // The two alternatives never both match a character (a backslash always starts an
+      // escape), so a path that does not close cannot backtrack exponentially.
+      const quoted = /^\[(['"])((?:\\.|(?!\1|\\).)*)\1\]/.exec(rest);
       if (index !== null) {
         segments.push(Number(index[1]));
         i += index[0].length;

@@ -56,7 +56,7 @@ export function openAiBackend(
   now: () => number,
 ): Backend {
   const base = new URL(spec.baseUrl);
-  const url = `${spec.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const url = `${withoutTrailingSlashes(spec.baseUrl)}/chat/completions`;
   const http = targetHttpClient(base, deps, maxBytes);
   const label = `openai-compatible target ${base.host}`;
   const baseDelayMs = deps.retryBaseDelayMs ?? 500;
@@ -152,4 +152,11 @@ export function openAiBackend(
     },
     close: () => http.close(),
   };
+}
+
+/** `url` without its trailing slashes; a loop, since `/\/+$/` rescans a run of slashes from each. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url.charCodeAt(end - 1) === 0x2f) end--;
+  return url.slice(0, end);
 }

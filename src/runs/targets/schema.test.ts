@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { issuesToDetails } from '../../core/index.js';
 import { formatJsonPath, parseJsonPath, readJsonPath } from './json-path.js';
 import { EnvironmentSchema, HarnessSchema, TargetSpecSchema } from './schema.js';
-import { renderTemplate } from './template.js';
+import { renderTemplate, unknownPlaceholders } from './template.js';
 
 function problems(input: unknown): string[] {
   const r = TargetSpecSchema.safeParse(input);
@@ -157,5 +157,42 @@ describe('output path', () => {
     expect(formatJsonPath(['choices', 1, 'a b'], 3)).toBe('$.choices[1]["a b"]');
     expect(parseJsonPath('$..x')).toMatch(/field name/);
     expect(parseJsonPath('$[*]')).toMatch(/index/);
+  });
+
+  it('reads escapes in quoted names; a backslash always escapes', () => {
+    expect(parseJsonPath("$['a\\'b']")).toEqual(["a'b"]);
+    expect(parseJsonPath('$["a\\\\"]')).toEqual(['a\\']);
+    expect(parseJsonPath("$['it\\'s'][0]")).toEqual(["it's", 0]);
+    expect(parseJsonPath("$['a\\']")).toMatch(/expected \[index\]/);
+  });
+
+  it('refuses an unclosed quoted name of backslashes at once (it backtracked exponentially)', () => {
+    const started = performance.now();
+    expect(parseJsonPath(`$['${'\\'.repeat(500)}`)).toMatch(/expected \[index\]/);
+    expect(parseJsonPath(`$["${'\\'.repeat(509)}`)).toMatch(/expected \[index\]/);
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+});
+
+describe('unknown placeholders', () => {
+  it.each([
+    ['{"q": {{input}}}', []],
+    ['{"q": {{ inptu }}, "r": {{recordId}}}', ['inptu']],
+    ['{{a}}{{a}}{{ b\n}}', ['a', 'b']],
+    ['{{{x}}', ['{x']],
+    ['{{a}b}} {{c}}', ['c']],
+    ['{{ }}', ['']],
+    ['{{x', []],
+    ['x}}', []],
+  ])('%j → %j', (template, names) => {
+    expect(unknownPlaceholders(template)).toEqual(names);
+  });
+
+  it('scans a template of a million spaces in linear time (the regex took seconds per thousand)', () => {
+    const started = performance.now();
+    expect(unknownPlaceholders(`{{${' '.repeat(1_000_000)}`)).toEqual([]);
+    expect(unknownPlaceholders('{{ }'.repeat(250_000))).toEqual([]);
+    expect(unknownPlaceholders('{{'.repeat(500_000))).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 });

@@ -129,6 +129,25 @@ describe('openai-compatible target', () => {
     await target.close();
   });
 
+  it('drops trailing slashes of the base URL, and builds at once from one full of slashes', async () => {
+    stub.answer = () => 'ok';
+    const slashed = await build({
+      kind: 'openai-compatible',
+      baseUrl: `${baseUrl}///`,
+      model: 'm',
+    });
+    expect((await slashed.generate({ record: { input: 'x' }, trial: 0 })).output).toBe('ok');
+    await slashed.close();
+    const started = performance.now();
+    const hostile = await build({
+      kind: 'openai-compatible',
+      baseUrl: `${baseUrl}${'/'.repeat(200_000)}v1`,
+      model: 'm',
+    });
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await hostile.close();
+  });
+
   it('retries 429 honouring Retry-After, then reports the status', async () => {
     stub.answer = (_u, seen) => (seen === 0 ? { status: 429, retryAfter: '0' } : 'ok');
     const target = await build({ kind: 'openai-compatible', baseUrl, model: 'm' });

@@ -14,10 +14,26 @@ export type TemplateValues = { [K in Placeholder]: unknown };
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/y;
 
-/** Names in `{{…}}` that are not placeholders (a typo would otherwise send the braces as is). */
+/**
+ * Names in `{{…}}` that are not placeholders (a typo would otherwise send the braces as is). The
+ * name is what lies between `{{` and the first `}` when `}}` follows, trimmed. Scanned by hand: the
+ * regular expression this replaces backtracked cubically on runs of whitespace.
+ */
 export function unknownPlaceholders(template: string): string[] {
-  const names = [...template.matchAll(/\{\{\s*([^}]*?)\s*\}\}/g)].map((m) => m[1] as string);
-  return [...new Set(names.filter((n) => !(PLACEHOLDERS as readonly string[]).includes(n)))];
+  const names = new Set<string>();
+  let open = template.indexOf('{{');
+  while (open >= 0) {
+    const close = template.indexOf('}', open + 2);
+    if (close < 0) break;
+    let next = close + 1;
+    if (template.charCodeAt(close + 1) === 0x7d) {
+      names.add(template.slice(open + 2, close).trim());
+      next = close + 2;
+    }
+    // No `{{` that starts before `close` can end anywhere else.
+    open = template.indexOf('{{', next);
+  }
+  return [...names].filter((n) => !(PLACEHOLDERS as readonly string[]).includes(n));
 }
 
 function asJson(value: unknown): string {
