@@ -6,6 +6,7 @@ import type { IngestObserver } from '../ingest/index.js';
 import type { PolicyEngineObserver } from '../policies/index.js';
 import type { SourceObserver, WriteBackObserver } from '../sources/index.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
+import type { AdmissionObserver, ShedReason } from './admission.js';
 
 /**
  * Prometheus metrics: process metrics, HTTP requests by route and status, evaluator outcomes and
@@ -18,7 +19,8 @@ export class Metrics
     WebhookObserver,
     PolicyEngineObserver,
     SourceObserver,
-    WriteBackObserver
+    WriteBackObserver,
+    AdmissionObserver
 {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -81,6 +83,11 @@ export class Metrics
     'touchstone_source_scores_written_total',
     'Write-backs to a source store by outcome: created, updated, unchanged (skipped) or failed (retried).',
     ['project', 'source', 'outcome'],
+  );
+  private readonly requestsShed = this.counter(
+    'touchstone_requests_shed_total',
+    'Write requests refused with 503 to shed load, by the limit reached: requests or bytes in flight, or queue (waited too long for a turn to store).',
+    ['reason'],
   );
   private readonly onlineFreshness = new Histogram({
     name: 'touchstone_online_freshness_seconds',
@@ -158,6 +165,11 @@ export class Metrics
     // Zero series from the start, so rate() and alerts see every outcome before it first happens.
     for (const outcome of ['delivered', 'retry', 'failed'])
       this.webhookAttempts.inc({ outcome }, 0);
+    for (const reason of ['requests', 'bytes', 'queue']) this.requestsShed.inc({ reason }, 0);
+  }
+
+  onShed(reason: ShedReason): void {
+    this.requestsShed.inc({ reason });
   }
 
   onReceived(spans: number, traces: number): void {

@@ -9,6 +9,13 @@ import type { PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
 import type { WebhookService } from '../webhooks/index.js';
+import {
+  type AdmissionLimits,
+  installAdmission,
+  MAX_TURN_WAIT_MS,
+  Turnstile,
+  WriteAdmission,
+} from './admission.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
@@ -47,6 +54,10 @@ export interface ServerDeps {
   /** Idempotency-Key on the routes marked `config.idempotency`. */
   idempotency: IdempotencyService;
   datasets: DatasetService;
+  /** Writes in flight and the body bytes they hold; past either, writes are shed (503). */
+  writeLimits: AdmissionLimits;
+  /** OTLP requests decoded and stored at once (the store's useful concurrency). */
+  ingestConcurrency: number;
   ready(): Promise<void>;
 }
 
@@ -104,7 +115,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   );
 
   deps.metrics.instrument(app);
+  const admission = new WriteAdmission(deps.writeLimits, deps.metrics);
+  deps.metrics.gauge(
+    'touchstone_write_requests_in_flight',
+    'Write requests (OTLP, REST writes, RPC) admitted and not yet answered.',
+    async () => admission.inFlight.requests,
+  );
+  deps.metrics.gauge(
+    'touchstone_write_bytes_in_flight',
+    'Body bytes (received and inflated) held by admitted write requests.',
+    async () => admission.inFlight.bytes,
+  );
   installAuth(app, deps.keys, deps.authRequired);
+  installAdmission(app, admission);
   // Before any route: its onRoute hook finds the marked routes as they are registered.
   installIdempotency(app, deps.idempotency);
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
@@ -127,7 +150,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     ingest: deps.ingest,
     bodyLimit: deps.bodyLimit,
     maxAttributeBytes: deps.maxAttributeBytes,
-    maxInFlight: 64,
+    admission,
+    turns: new Turnstile(deps.ingestConcurrency, MAX_TURN_WAIT_MS, admission),
   });
   return app;
 }

@@ -8,6 +8,7 @@ import {
   IngestErrors,
   type IngestService,
 } from '../../ingest/index.js';
+import { type Turnstile, ticketOf, type WriteAdmission } from '../admission.js';
 import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
 import {
@@ -21,13 +22,16 @@ export interface OtlpRouteDeps {
   ingest: IngestService;
   bodyLimit: number;
   maxAttributeBytes: number;
-  /** Requests stored at once before new ones are told to retry (503 + Retry-After). */
-  maxInFlight: number;
+  /** Counts the bytes of inflated bodies against the write budget. */
+  admission: WriteAdmission;
+  /** Turns to decode and store. */
+  turns: Turnstile;
 }
 
 /**
  * OTLP/HTTP trace receiver (`POST /v1/traces`): protobuf or JSON, gzip/deflate, answered per the
- * OTLP/HTTP spec only after the spans are durably stored.
+ * OTLP/HTTP spec only after the spans are durably stored. Admitted as a write (admission.ts)
+ * before its body is read; decoded and stored in its turn.
  */
 export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
   app.removeAllContentTypeParsers();
@@ -42,12 +46,11 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
     (_r, body, done) => done(null, body),
   );
 
-  let inFlight = 0;
-
   app.post(
     '/v1/traces',
     {
       config: { otlp: true },
+      onRequest: async () => deps.turns.refuseIfBacklogged(),
       preParsing: async (request, _reply, payload) => {
         const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
         if (encoding === 'identity' || encoding === '') return payload;
@@ -56,7 +59,13 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
             `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
           );
         }
-        return inflate(payload, encoding, deps.bodyLimit);
+        const ticket = ticketOf(request);
+        // Compressed and inflated bytes are both held until the body is parsed.
+        const budget = (inflated: number, encoded: number) =>
+          ticket === undefined || ticket.ensure(encoded + inflated)
+            ? undefined
+            : deps.admission.shed('bytes');
+        return inflate(payload, encoding, deps.bodyLimit, budget);
       },
     },
     async (request, reply) => {
@@ -65,13 +74,14 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       const asked = one(request.query as Query, 'project');
       const project = authorize(request.principal, 'traces.write', asked || undefined);
       const encoding = otlpEncodingOf(request.headers['content-type']);
-      if (inFlight >= deps.maxInFlight) {
-        throw ApiErrors.OVERLOADED('the server is busy storing other requests; retry shortly', {
-          retryAfterSeconds: 1,
-        });
-      }
-      inFlight++;
+      // The decoded spans stay counted until stored, even when the client hangs up meanwhile.
+      const unhold = ticketOf(request)?.hold();
+      const hungUp = new AbortController();
+      const onClose = () => hungUp.abort();
+      reply.raw.once('close', onClose);
+      let endTurn: (() => void) | undefined;
       try {
+        endTurn = await deps.turns.take(hungUp.signal);
         const options = { maxAttributeBytes: deps.maxAttributeBytes };
         const body = request.body as Buffer | string;
         const decoded =
@@ -91,14 +101,24 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
           .type(OTLP_CONTENT_TYPE[encoding])
           .send(exportResponse(encoding, result.rejected, message));
       } finally {
-        inFlight--;
+        endTurn?.();
+        reply.raw.removeListener('close', onClose);
+        unhold?.();
       }
     },
   );
 }
 
-/** Inflates a request body, refusing it (413) once the inflated size passes the limit. */
-function inflate(payload: NodeJS.ReadableStream, encoding: 'gzip' | 'deflate', limit: number) {
+/**
+ * Inflates a request body, refusing it (413) once the inflated size passes the limit, or when
+ * `budget` refuses the bytes held so far.
+ */
+function inflate(
+  payload: NodeJS.ReadableStream,
+  encoding: 'gzip' | 'deflate',
+  limit: number,
+  budget: (inflated: number, encoded: number) => Error | undefined,
+) {
   const inflater = encoding === 'gzip' ? createGunzip() : createInflate();
   let encodedLength = 0;
   let inflated = 0;
@@ -113,7 +133,7 @@ function inflate(payload: NodeJS.ReadableStream, encoding: 'gzip' | 'deflate', l
         );
         return;
       }
-      callback(null, chunk);
+      callback(budget(inflated, encodedLength) ?? null, chunk);
     },
   });
   payload.on('data', (chunk: Buffer) => {
