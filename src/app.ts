@@ -519,6 +519,7 @@ async function assemble(
   const server = await buildServer({
     logger,
     bodyLimit: config.limits.max_body_bytes,
+    requestTimeoutMs: config.limits.request_timeout,
     authRequired: authRequired(config),
     keys,
     evaluation,

@@ -39,6 +39,8 @@ import { rpcRoutes } from './rpc/plugin.js';
 export interface ServerDeps {
   logger: FastifyBaseLogger;
   bodyLimit: number;
+  /** Longest a client may take to send a whole HTTP/1.1 request; 0 = no limit. */
+  requestTimeoutMs: number;
   authRequired: boolean;
   keys: KeyService;
   evaluation: EvaluationService;
@@ -61,11 +63,18 @@ export interface ServerDeps {
   ready(): Promise<void>;
 }
 
+/**
+ * How often HTTP/1.1 connections are held against `limits.request_timeout` and the headers
+ * timeout (Node's default, 30 s, let a 60 s timeout run to 90 s).
+ */
+const CONNECTION_CHECK_INTERVAL_MS = 5_000;
+
 /** Builds the HTTP edge (not listening): tests drive it with `inject()`. */
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit,
+    requestTimeout: deps.requestTimeoutMs,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given)
@@ -84,6 +93,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         keepAliveTimeout: options.keepAliveTimeout as number | undefined,
         requestTimeout: options.requestTimeout as number | undefined,
         connectionTimeout: options.connectionTimeout as number | undefined,
+        checkIntervalMs: CONNECTION_CHECK_INTERVAL_MS,
       }),
   });
 

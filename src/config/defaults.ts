@@ -9,6 +9,7 @@ export const DEFAULTS = {
     maxEvaluateRecords: 10_000,
     maxInflightWriteRequests: 32,
     maxInflightWriteBytes: 32 * 1024 * 1024,
+    requestTimeout: '60s',
   },
   traces: {
     completionGrace: '2s',

@@ -168,6 +168,12 @@ export const ConfigSchema = z
          * writes are refused with 503 and `Retry-After`. One larger request is let in alone.
          */
         max_inflight_write_bytes: z.int().positive().default(DEFAULTS.limits.maxInflightWriteBytes),
+        /**
+         * Longest a client may take to send a whole request (headers and body) over HTTP/1.1;
+         * past it the server answers 408 and closes the connection, so a client trickling a body
+         * cannot hold a write's place for ever. Checked every 5 s. `0` turns it off.
+         */
+        request_timeout: durationMs.prefault(DEFAULTS.limits.requestTimeout),
       })
       .prefault({}),
     traces: z

@@ -9,6 +9,7 @@
  * not delayed by it. bench/overload.ts runs the long version (200 connections, 60 s) and prints
  * the figures.
  */
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { percentile } from '../../bench/stats.js';
 import {
@@ -76,4 +77,50 @@ describe('overload', () => {
     // Nothing acknowledged is lost.
     expect(lostSpans(server.dataDir, ingest.acknowledged), figures).toBe(0);
   }, 180_000);
+});
+
+describe('a client trickling a write body', () => {
+  let server: AdversarialServer;
+  beforeAll(async () => {
+    server = await startAdversarialServer(
+      'log_level: warn\nlimits:\n  max_inflight_write_requests: 1\n  request_timeout: 2s\n',
+    );
+  });
+  afterAll(() => server?.stop());
+
+  it('is cut off with 408 after limits.request_timeout, and the place it held is freed', async () => {
+    const port = Number(new URL(server.base).port);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    const closed = new Promise<number>((resolve) =>
+      socket.on('close', () => resolve(performance.now())),
+    );
+    socket.write(
+      'POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\n',
+    );
+    const trickle = setInterval(() => socket.write('\n'), 500);
+    const started = performance.now();
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const post = () =>
+        fetch(`${server.base}/v1/traces`, {
+          method: 'POST',
+          body: '{"resourceSpans":[]}',
+          headers: { 'content-type': 'application/json' },
+        });
+      expect((await post()).status).toBe(503);
+      const end = await closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      // 2 s, checked every 5 s, with room for a loaded machine.
+      expect(end - started).toBeLessThan(15_000);
+      expect((await post()).status).toBe(200);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+  }, 60_000);
 });
