@@ -32,9 +32,10 @@ export const SHED_RETRY_AFTER_SECONDS = 1;
 
 /**
  * Longest an admitted OTLP request waits for its turn before it is refused: exporters give up on
- * a request after 10 s, and one still queued then is only sent again.
+ * a request after 10 s, which must also cover sending it, its own turn and the answer (each of
+ * which takes seconds on a saturated machine), and a request still queued then is only sent again.
  */
-export const MAX_TURN_WAIT_MS = 5_000;
+export const MAX_TURN_WAIT_MS = 3_000;
 
 /** One admitted write: its share of the byte budget, held until its answer and its work end. */
 export class Ticket {
