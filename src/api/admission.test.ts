@@ -128,7 +128,8 @@ describe('Turnstile', () => {
     const waiting = [t.take(), t.take()];
     t.refuseIfBacklogged();
     waiting.push(t.take());
-    expect(refusal(() => t.refuseIfBacklogged()).code).toBe('OVERLOADED');
+    // Told to come back when the backlog should be gone (6 s), capped at 3 s.
+    expect(refusal(() => t.refuseIfBacklogged())).toEqual({ code: 'OVERLOADED', retryAfter: 3 });
     expect(shed).toEqual(['queue', 'queue']);
     for (const w of waiting) (await w)();
   });

@@ -27,8 +27,15 @@ export interface AdmissionLimits {
   maxBytes: number;
 }
 
-/** What a refused write is told: retry after this many seconds. */
+/** What a refused write is told: retry after this many seconds… */
 export const SHED_RETRY_AFTER_SECONDS = 1;
+/**
+ * …or, refused for the backlog of OTLP requests, after the time the server expects to need for
+ * it, up to this. Every refusal costs the server a request's worth of work, so under sustained
+ * overload fewer retries leave more for storing; the OTLP/HTTP exporters honour `Retry-After`
+ * only while it fits in their 10 s timeout, hence the cap.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 3;
 
 /**
  * Longest an admitted OTLP request waits for its turn before it is refused: exporters give up on
@@ -119,7 +126,7 @@ export class WriteAdmission {
   }
 
   /** Counts a refusal and returns the error that answers it. */
-  shed(reason: ShedReason): Error {
+  shed(reason: ShedReason, retryAfterSeconds = SHED_RETRY_AFTER_SECONDS): Error {
     this.observer?.onShed(reason);
     const limit =
       reason === 'requests'
@@ -128,7 +135,7 @@ export class WriteAdmission {
           ? `its limit of ${this.limits.maxBytes} bytes of write bodies in flight`
           : 'its limit of time a write may wait for its turn';
     return ApiErrors.OVERLOADED(`the server is at ${limit}; retry after Retry-After`, {
-      retryAfterSeconds: SHED_RETRY_AFTER_SECONDS,
+      retryAfterSeconds,
     });
   }
 }
@@ -221,10 +228,21 @@ export class Turnstile {
    * waiting, before its body is read.
    */
   refuseIfBacklogged(): void {
-    const ahead = this.queue.length + this.active;
-    if ((ahead * this.turnMs) / this.concurrency > this.maxWaitMs) {
-      throw this.admission.shed('queue');
-    }
+    if (this.expectedWaitMs() > this.maxWaitMs) throw this.refusal();
+  }
+
+  /** How long a request arriving now would wait for its turn, from recent turns' length. */
+  private expectedWaitMs(): number {
+    return ((this.queue.length + this.active) * this.turnMs) / this.concurrency;
+  }
+
+  /** A backlog refusal, telling the client to come back once the backlog is expected gone. */
+  private refusal(): Error {
+    const seconds = Math.ceil(this.expectedWaitMs() / 1000);
+    return this.admission.shed(
+      'queue',
+      Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(SHED_RETRY_AFTER_SECONDS, seconds)),
+    );
   }
 
   /**
@@ -251,7 +269,7 @@ export class Turnstile {
     if (startedAt - enqueuedAt > this.maxWaitMs) {
       this.active--;
       this.schedule();
-      throw this.admission.shed('queue');
+      throw this.refusal();
     }
     let ended = false;
     const end = () => {
