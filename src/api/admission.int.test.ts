@@ -1,9 +1,16 @@
 import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
+import { create } from '@bufbuild/protobuf';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { agentTrace, protobufBody, recordSpans } from '../../test/support/otel.js';
+import {
+  DatasetService,
+  UploadDatasetRequestSchema,
+} from './rpc/gen/touchstone/v1alpha1/datasets_pb.js';
 
 const PB = { 'content-type': 'application/x-protobuf' };
 
@@ -150,5 +157,31 @@ describe('write admission', () => {
     expect(inflated.statusCode).toBe(503);
     const metrics = (await t.app.server.inject({ url: '/metrics' })).body;
     expect(metrics).toContain('touchstone_requests_shed_total{reason="bytes"} 2');
+  });
+
+  it('leaves a streamed RPC body to its handler: a gRPC upload larger than the budget is stored whole', async () => {
+    t = await testApp({ listen: '127.0.0.1:0', limits: { max_inflight_write_bytes: 64 * 1024 } });
+    const baseUrl = `http://${await t.app.listen()}`;
+    stalledPost({ 'content-length': '100' });
+    await settle();
+    const rows = Array.from({ length: 4000 }, (_, i) =>
+      JSON.stringify({ id: `r${i}`, input: 'x'.repeat(60) }),
+    );
+    const file = Buffer.from(rows.join('\n'));
+    async function* upload() {
+      yield create(UploadDatasetRequestSchema, {
+        message: { case: 'config', value: { project: 'default', name: 'big', format: 'jsonl' } },
+      });
+      for (let at = 0; at < file.length; at += 16 * 1024) {
+        yield create(UploadDatasetRequestSchema, {
+          message: { case: 'data', value: file.subarray(at, at + 16 * 1024) },
+        });
+      }
+    }
+    const client = createClient(DatasetService, createGrpcTransport({ baseUrl }));
+    expect(file.length).toBeGreaterThan(4 * 64 * 1024);
+    expect((await client.uploadDataset(upload())).records).toBe(4000n);
+    const metrics = (await t.app.server.inject({ url: '/metrics' })).body;
+    expect(metrics).toContain('touchstone_requests_shed_total{reason="bytes"} 0');
   });
 });

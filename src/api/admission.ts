@@ -180,6 +180,9 @@ export function installAdmission(app: FastifyInstance, admission: WriteAdmission
   app.addHook('preParsing', async (request, _reply, payload) => {
     const ticket = tickets.get(request);
     if (ticket === undefined || declaredLength(request) !== undefined) return payload;
+    // A stream read by its handler (Connect RPC) would also feed a counter nobody drains, which
+    // would keep the whole body; such calls count their Content-Length only (limits: docs).
+    if (request.routeOptions.config.readsRawBody === true) return payload;
     return payload.pipe(countingStream(ticket, admission));
   });
 }
