@@ -7,6 +7,8 @@ const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
   online: async () => (await import('./online.js')).main(),
+  // 200 exporters for 60 s against the compiled server; by name only.
+  overload: async () => (await import('./overload.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
   runs: async () => (await import('./runs.js')).main(),
@@ -22,7 +24,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   // 1M random and mutated OTLP bodies (several minutes); run by name only.
   'fuzz-otlp': async () => (await import('./fuzz-otlp.js')).main(),
 };
-const BY_NAME_ONLY = new Set(['fuzz-otlp', 'source-mlflow']);
+const BY_NAME_ONLY = new Set(['fuzz-otlp', 'overload', 'source-mlflow']);
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const names = wanted.length > 0 ? wanted : Object.keys(BENCHES).filter((n) => !BY_NAME_ONLY.has(n));

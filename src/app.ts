@@ -109,6 +109,15 @@ export function authRequired(config: Config): boolean {
   return config.auth !== undefined || !isLoopbackListen(config.listen);
 }
 
+/**
+ * OTLP requests stored at once: SQLite writes one transaction at a time, so more would only queue
+ * ahead of reads on its one connection; PostgreSQL gets half its pool, the rest stays for reads
+ * and background work.
+ */
+function ingestConcurrency(config: Config): number {
+  return config.store.driver === 'sqlite' ? 1 : Math.max(1, Math.floor(config.store.pool_size / 2));
+}
+
 /** Direct evaluation as configured: built-in and judge evaluators, the configured judges. */
 export function createEvaluationService(
   config: Readonly<Config>,
@@ -515,6 +524,7 @@ async function assemble(
   const server = await buildServer({
     logger,
     bodyLimit: config.limits.max_body_bytes,
+    requestTimeoutMs: config.limits.request_timeout,
     authRequired: authRequired(config),
     keys,
     evaluation,
@@ -530,6 +540,11 @@ async function assemble(
     idempotency,
     datasets,
     uiDir: config.ui.enabled ? (config.ui.assets_dir ?? DEFAULT_UI_DIR) : undefined,
+    writeLimits: {
+      maxRequests: config.limits.max_inflight_write_requests,
+      maxBytes: config.limits.max_inflight_write_bytes,
+    },
+    ingestConcurrency: ingestConcurrency(config),
     ready: async () => {
       await store.ping();
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');

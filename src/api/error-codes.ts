@@ -16,7 +16,7 @@ export const ApiErrors = defineErrors({
   OVERLOADED: {
     kind: 'unavailable',
     retryable: true,
-    doc: 'The server is at its limit of concurrent ingest requests; retry after `Retry-After`.',
+    doc: 'Load shed: the server is at `limits.max_inflight_write_requests` or `limits.max_inflight_write_bytes`, or an OTLP request would wait (or waited) over 3 s for its turn to be stored; retry after `Retry-After`.',
   },
   ROUTE_NOT_FOUND: { kind: 'not_found', doc: 'No endpoint at that method and path.' },
   UI_NOT_BUILT: {

@@ -5,6 +5,7 @@ import {
   isTouchstoneError,
   type TouchstoneError,
 } from '../core/index.js';
+import { isShed } from './admission.js';
 import { ApiErrors } from './error-codes.js';
 import { OTLP_CONTENT_TYPE, otlpEncodingOf, statusBody } from './otlp-wire.js';
 
@@ -92,7 +93,9 @@ export function sendError(
   }
   const status = KIND_STATUS[err.kind];
   const otlp = (request.routeOptions.config as { otlp?: boolean } | undefined)?.otlp === true;
-  if (status >= 500 && isTouchstoneError(raw)) request.log.warn({ code: err.code }, err.message);
+  if (status >= 500 && isTouchstoneError(raw) && !isShed(raw)) {
+    request.log.warn({ code: err.code }, err.message);
+  }
   if (err.retryAfterSeconds !== undefined)
     reply.header('retry-after', String(Math.ceil(err.retryAfterSeconds)));
   else if (err.retryable && (status === 429 || status === 503)) reply.header('retry-after', '1');

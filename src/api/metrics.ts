@@ -6,6 +6,7 @@ import type { IngestObserver } from '../ingest/index.js';
 import type { PolicyEngineObserver } from '../policies/index.js';
 import type { SourceObserver, WriteBackObserver } from '../sources/index.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
+import type { AdmissionObserver, ShedReason } from './admission.js';
 
 /**
  * Prometheus metrics: process metrics, HTTP requests by route and status, evaluator outcomes and
@@ -18,7 +19,8 @@ export class Metrics
     WebhookObserver,
     PolicyEngineObserver,
     SourceObserver,
-    WriteBackObserver
+    WriteBackObserver,
+    AdmissionObserver
 {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -91,6 +93,11 @@ export class Metrics
     'touchstone_source_write_back_dead_letters_total',
     'Write-backs a source store refused for good (401, 403, the trace gone, a refused value): not retried, kept in the source status.',
     ['project', 'source'],
+  );
+  private readonly requestsShed = this.counter(
+    'touchstone_requests_shed_total',
+    'Write requests refused with 503 to shed load, by the limit reached: requests or bytes in flight, or queue (waited too long for a turn to store).',
+    ['reason'],
   );
   private readonly onlineFreshness = new Histogram({
     name: 'touchstone_online_freshness_seconds',
@@ -168,6 +175,11 @@ export class Metrics
     // Zero series from the start, so rate() and alerts see every outcome before it first happens.
     for (const outcome of ['delivered', 'retry', 'failed'])
       this.webhookAttempts.inc({ outcome }, 0);
+    for (const reason of ['requests', 'bytes', 'queue']) this.requestsShed.inc({ reason }, 0);
+  }
+
+  onShed(reason: ShedReason): void {
+    this.requestsShed.inc({ reason });
   }
 
   onReceived(spans: number, traces: number): void {

@@ -1,12 +1,14 @@
 import { Transform } from 'node:stream';
 import { createGunzip, createInflate } from 'node:zlib';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { IngestErrors } from '../ingest/index.js';
+import { type Turnstile, ticketOf, type WriteAdmission } from './admission.js';
 import { ApiErrors } from './error-codes.js';
 
 /**
  * Request bodies of the OTLP/HTTP routes (`/v1/traces`, `/v1/logs`): the two content types, kept
- * as raw bytes or text for the decoders (any other type is a 415), and Content-Encoding.
+ * as raw bytes or text for the decoders (any other type is a 415), Content-Encoding counted
+ * against the write budget (admission.ts), and the turn each request takes to decode and store.
  */
 
 /** Replaces the plug-in's body parsers by the OTLP ones. */
@@ -24,11 +26,15 @@ export function otlpBodyParsers(app: FastifyInstance, bodyLimit: number): void {
   );
 }
 
-/** The request body stream, inflated for gzip or deflate (a preParsing hook). */
+/**
+ * The request body stream, inflated for gzip or deflate (a preParsing hook); compressed and
+ * inflated bytes are both held against the write budget until the body is parsed.
+ */
 export async function decodedPayload(
   request: FastifyRequest,
   payload: NodeJS.ReadableStream,
   bodyLimit: number,
+  admission: WriteAdmission,
 ): Promise<NodeJS.ReadableStream> {
   const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
   if (encoding === 'identity' || encoding === '') return payload;
@@ -37,11 +43,48 @@ export async function decodedPayload(
       `Content-Encoding ${encoding} is not supported; use gzip, deflate or none`,
     );
   }
-  return inflate(payload, encoding, bodyLimit);
+  const ticket = ticketOf(request);
+  const budget = (inflated: number, encoded: number) =>
+    ticket === undefined || ticket.ensure(encoded + inflated) ? undefined : admission.shed('bytes');
+  return inflate(payload, encoding, bodyLimit, budget);
 }
 
-/** Inflates a request body, refusing it (413) once the inflated size passes the limit. */
-function inflate(payload: NodeJS.ReadableStream, encoding: 'gzip' | 'deflate', limit: number) {
+/**
+ * Runs `store` in the request's turn. The decoded body stays counted against the byte budget
+ * until it is stored, even when the client hangs up meanwhile; a client that hangs up while still
+ * waiting gives its turn up.
+ */
+export async function inTurn<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  turns: Turnstile,
+  store: () => Promise<T>,
+): Promise<T> {
+  const unhold = ticketOf(request)?.hold();
+  const hungUp = new AbortController();
+  const onClose = () => hungUp.abort();
+  reply.raw.once('close', onClose);
+  let endTurn: (() => void) | undefined;
+  try {
+    endTurn = await turns.take(hungUp.signal);
+    return await store();
+  } finally {
+    endTurn?.();
+    reply.raw.removeListener('close', onClose);
+    unhold?.();
+  }
+}
+
+/**
+ * Inflates a request body, refusing it (413) once the inflated size passes the limit, or when
+ * `budget` refuses the bytes held so far.
+ */
+function inflate(
+  payload: NodeJS.ReadableStream,
+  encoding: 'gzip' | 'deflate',
+  limit: number,
+  budget: (inflated: number, encoded: number) => Error | undefined,
+) {
   const inflater = encoding === 'gzip' ? createGunzip() : createInflate();
   let encodedLength = 0;
   let inflated = 0;
@@ -56,7 +99,7 @@ function inflate(payload: NodeJS.ReadableStream, encoding: 'gzip' | 'deflate', l
         );
         return;
       }
-      callback(null, chunk);
+      callback(budget(inflated, encodedLength) ?? null, chunk);
     },
   });
   payload.on('data', (chunk: Buffer) => {

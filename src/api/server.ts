@@ -9,6 +9,13 @@ import type { PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
 import type { WebhookService } from '../webhooks/index.js';
+import {
+  type AdmissionLimits,
+  installAdmission,
+  MAX_TURN_WAIT_MS,
+  Turnstile,
+  WriteAdmission,
+} from './admission.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
@@ -35,6 +42,8 @@ import { rpcRoutes } from './rpc/plugin.js';
 export interface ServerDeps {
   logger: FastifyBaseLogger;
   bodyLimit: number;
+  /** Longest a client may take to send a whole HTTP/1.1 request; 0 = no limit. */
+  requestTimeoutMs: number;
   authRequired: boolean;
   keys: KeyService;
   evaluation: EvaluationService;
@@ -52,14 +61,25 @@ export interface ServerDeps {
   datasets: DatasetService;
   /** The built web UI's directory; undefined = no UI at /ui/. */
   uiDir: string | undefined;
+  /** Writes in flight and the body bytes they hold; past either, writes are shed (503). */
+  writeLimits: AdmissionLimits;
+  /** OTLP requests decoded and stored at once (the store's useful concurrency). */
+  ingestConcurrency: number;
   ready(): Promise<void>;
 }
+
+/**
+ * How often HTTP/1.1 connections are held against `limits.request_timeout` and the headers
+ * timeout (Node's default, 30 s, let a 60 s timeout run to 90 s).
+ */
+const CONNECTION_CHECK_INTERVAL_MS = 5_000;
 
 /** Builds the HTTP edge (not listening): tests drive it with `inject()`. */
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit,
+    requestTimeout: deps.requestTimeoutMs,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given)
@@ -78,6 +98,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         keepAliveTimeout: options.keepAliveTimeout as number | undefined,
         requestTimeout: options.requestTimeout as number | undefined,
         connectionTimeout: options.connectionTimeout as number | undefined,
+        checkIntervalMs: CONNECTION_CHECK_INTERVAL_MS,
       }),
   });
 
@@ -109,7 +130,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   );
 
   deps.metrics.instrument(app);
+  const admission = new WriteAdmission(deps.writeLimits, deps.metrics);
+  deps.metrics.gauge(
+    'touchstone_write_requests_in_flight',
+    'Write requests (OTLP, REST writes, RPC) admitted and not yet answered.',
+    async () => admission.inFlight.requests,
+  );
+  deps.metrics.gauge(
+    'touchstone_write_bytes_in_flight',
+    'Body bytes (received and inflated) held by admitted write requests.',
+    async () => admission.inFlight.bytes,
+  );
   installAuth(app, deps.keys, deps.authRequired);
+  installAdmission(app, admission);
   // Before any route: its onRoute hook finds the marked routes as they are registered.
   installIdempotency(app, deps.idempotency);
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
@@ -138,7 +171,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     ingest: deps.ingest,
     bodyLimit: deps.bodyLimit,
     maxAttributeBytes: deps.maxAttributeBytes,
-    maxInFlight: 64,
+    admission,
+    turns: new Turnstile(deps.ingestConcurrency, MAX_TURN_WAIT_MS, admission),
   };
   await app.register(otlpRoutes, otlp);
   await app.register(otlpLogRoutes, otlp);

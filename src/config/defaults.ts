@@ -7,6 +7,9 @@ export const DEFAULTS = {
   limits: {
     maxBodyBytes: 16 * 1024 * 1024,
     maxEvaluateRecords: 10_000,
+    maxInflightWriteRequests: 32,
+    maxInflightWriteBytes: 32 * 1024 * 1024,
+    requestTimeout: '60s',
   },
   traces: {
     completionGrace: '2s',

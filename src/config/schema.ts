@@ -155,6 +155,25 @@ export const ConfigSchema = z
         max_body_bytes: z.int().positive().default(DEFAULTS.limits.maxBodyBytes),
         /** Most records in one evaluate request. */
         max_evaluate_records: z.int().positive().default(DEFAULTS.limits.maxEvaluateRecords),
+        /**
+         * Write requests (OTLP ingest, REST writes, RPC) in flight at once; more are refused with
+         * 503 and `Retry-After` before their body is read. Reads are not counted.
+         */
+        max_inflight_write_requests: z
+          .int()
+          .positive()
+          .default(DEFAULTS.limits.maxInflightWriteRequests),
+        /**
+         * Body bytes (as received, and inflated) held by write requests in flight; past it,
+         * writes are refused with 503 and `Retry-After`. One larger request is let in alone.
+         */
+        max_inflight_write_bytes: z.int().positive().default(DEFAULTS.limits.maxInflightWriteBytes),
+        /**
+         * Longest a client may take to send a whole request (headers and body) over HTTP/1.1;
+         * past it the server answers 408 and closes the connection, so a client trickling a body
+         * cannot hold a write's place for ever. Checked every 5 s. `0` turns it off.
+         */
+        request_timeout: durationMs.prefault(DEFAULTS.limits.requestTimeout),
       })
       .prefault({}),
     traces: z

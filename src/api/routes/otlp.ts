@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { authorize } from '../../auth/index.js';
 import { decodeOtlpJson, decodeOtlpProtobuf, type IngestService } from '../../ingest/index.js';
+import type { Turnstile, WriteAdmission } from '../admission.js';
 import { one, type Query } from '../context.js';
-import { ApiErrors } from '../error-codes.js';
-import { decodedPayload, otlpBodyParsers } from '../otlp-body.js';
+import { decodedPayload, inTurn, otlpBodyParsers } from '../otlp-body.js';
 import {
   exportResponse,
   OTLP_CONTENT_TYPE,
@@ -15,25 +15,27 @@ export interface OtlpRouteDeps {
   ingest: IngestService;
   bodyLimit: number;
   maxAttributeBytes: number;
-  /** Requests stored at once before new ones are told to retry (503 + Retry-After). */
-  maxInFlight: number;
+  /** Counts the bytes of inflated bodies against the write budget. */
+  admission: WriteAdmission;
+  /** Turns to decode and store, shared by `/v1/traces` and `/v1/logs`. */
+  turns: Turnstile;
 }
 
 /**
  * OTLP/HTTP trace receiver (`POST /v1/traces`): protobuf or JSON, gzip/deflate, answered per the
- * OTLP/HTTP spec only after the spans are durably stored.
+ * OTLP/HTTP spec only after the spans are durably stored. Admitted as a write (admission.ts)
+ * before its body is read; decoded and stored in its turn.
  */
 export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
   otlpBodyParsers(app, deps.bodyLimit);
-
-  let inFlight = 0;
 
   app.post(
     '/v1/traces',
     {
       config: { otlp: true },
+      onRequest: async () => deps.turns.refuseIfBacklogged(),
       preParsing: async (request, _reply, payload) =>
-        decodedPayload(request, payload, deps.bodyLimit),
+        decodedPayload(request, payload, deps.bodyLimit, deps.admission),
     },
     async (request, reply) => {
       // `?project=` lets a caller without a key project (no auth on loopback) pick one; a key
@@ -41,34 +43,26 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       const asked = one(request.query as Query, 'project');
       const project = authorize(request.principal, 'traces.write', asked || undefined);
       const encoding = otlpEncodingOf(request.headers['content-type']);
-      if (inFlight >= deps.maxInFlight) {
-        throw ApiErrors.OVERLOADED('the server is busy storing other requests; retry shortly', {
-          retryAfterSeconds: 1,
-        });
-      }
-      inFlight++;
-      try {
+      const result = await inTurn(request, reply, deps.turns, () => {
         const options = { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits };
         const body = request.body as Buffer | string;
         const decoded =
           encoding === 'protobuf'
             ? decodeOtlpProtobuf(body as Buffer, options)
             : decodeOtlpJson(typeof body === 'string' ? body : body.toString('utf8'), options);
-        const result = await deps.ingest.ingest(
+        return deps.ingest.ingest(
           { project, labels: { ...request.principal.labels }, source: '' },
           decoded,
         );
-        const message = partialSuccessMessage(
-          result.rejected,
-          result.rejectReasons,
-          result.rejectedSpans,
-        );
-        return reply
-          .type(OTLP_CONTENT_TYPE[encoding])
-          .send(exportResponse(encoding, result.rejected, message));
-      } finally {
-        inFlight--;
-      }
+      });
+      const message = partialSuccessMessage(
+        result.rejected,
+        result.rejectReasons,
+        result.rejectedSpans,
+      );
+      return reply
+        .type(OTLP_CONTENT_TYPE[encoding])
+        .send(exportResponse(encoding, result.rejected, message));
     },
   );
 }

@@ -3,6 +3,7 @@ import { codeToHttpStatus, endStreamFlag, errorToJson } from '@connectrpc/connec
 import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorKind, isTouchstoneError, type TouchstoneError } from '../../core/index.js';
+import { isShed } from '../admission.js';
 import { ApiErrors } from '../error-codes.js';
 
 /**
@@ -60,7 +61,7 @@ export function toConnectError(
       `internal error; the server log has details under request id ${requestId}`,
     );
   }
-  if (KIND_CODE[known.kind] === Code.Internal || known.kind === 'unavailable') {
+  if (KIND_CODE[known.kind] === Code.Internal || (known.kind === 'unavailable' && !isShed(known))) {
     log.warn({ code: known.code }, known.message);
   }
   return new ConnectError(known.message, KIND_CODE[known.kind], metadataOf(known, requestId));

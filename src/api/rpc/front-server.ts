@@ -31,6 +31,8 @@ export interface FrontServerOptions {
   connectionTimeout?: number;
   /** Longest wait for a connection's first bytes before it is treated as HTTP/1.1. */
   prefaceTimeoutMs?: number;
+  /** How often HTTP/1.1 connections are checked against the request and headers timeouts. */
+  checkIntervalMs?: number;
 }
 
 /** Flow-control window: with HTTP/2's default 64 KiB, a large upload stalls on WINDOW_UPDATEs. */
@@ -85,9 +87,21 @@ function replay(socket: Socket, head: Buffer): Duplex {
  * sessions (gracefully, with GOAWAY, or at once).
  */
 export function createFrontServer(handler: Handler, options: FrontServerOptions = {}): Server {
-  const h1 = createHttpServer(handler);
+  const h1 = createHttpServer(
+    options.checkIntervalMs === undefined
+      ? {}
+      : { connectionsCheckingInterval: options.checkIntervalMs },
+    handler,
+  );
   if (options.keepAliveTimeout !== undefined) h1.keepAliveTimeout = options.keepAliveTimeout;
-  if (options.requestTimeout !== undefined) h1.requestTimeout = options.requestTimeout;
+  if (options.requestTimeout !== undefined) {
+    h1.requestTimeout = options.requestTimeout;
+    // Node cuts a request off at `requestTimeout` only when `headersTimeout` is not longer (its
+    // createServer refuses the other combination; set afterwards, the request timeout never fires).
+    if (options.requestTimeout > 0) {
+      h1.headersTimeout = Math.min(h1.headersTimeout, options.requestTimeout);
+    }
+  }
   if (options.connectionTimeout !== undefined && options.connectionTimeout > 0) {
     h1.setTimeout(options.connectionTimeout);
   }

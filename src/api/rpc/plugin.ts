@@ -37,6 +37,10 @@ const touchstoneErrors: Interceptor = (next) => async (req) => {
  */
 export async function rpcRoutes(app: FastifyInstance, deps: RpcDeps): Promise<void> {
   app.setErrorHandler((err, request, reply) => sendRpcError(request, reply, err));
+  // Connect's handlers read the request stream themselves: nothing else may consume it.
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, readsRawBody: true };
+  });
   await app.register(fastifyConnectPlugin, {
     readMaxBytes: deps.readMaxBytes,
     interceptors: [touchstoneErrors],

@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withStatementCache } from './backend.js';
+import { createSqliteBackend, SQLITE_FILE_NAME, withStatementCache } from './backend.js';
 
 describe('the SQLite statement cache', () => {
   const raw = new BetterSqlite3(':memory:');
@@ -32,4 +36,45 @@ describe('the SQLite statement cache', () => {
     expect(db.prepare('select 0')).toBe(first);
     expect(db.prepare('select 1')).not.toBe(second);
   });
+});
+
+describe('the write lock, on the main thread', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-busy-'));
+  const db = new Kysely<{ t: { x: number } }>({
+    dialect: createSqliteBackend(dir).kyselyDialect,
+  });
+  const other = new BetterSqlite3(join(dir, SQLITE_FILE_NAME));
+  afterEach(() => {
+    if (other.inTransaction) other.exec('rollback');
+  });
+
+  it('is waited for on timers, so the event loop runs while another connection holds it', async () => {
+    await sql`create table if not exists t (x integer)`.execute(db);
+    other.exec('begin immediate');
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 5);
+    // Ends the other connection's transaction from a timer: a thread sleeping in SQLite's own
+    // busy wait would never run it, and fail after its timeout instead.
+    setTimeout(() => other.exec('insert into t (x) values (1); commit'), 200);
+    const started = performance.now();
+    await db.transaction().execute((tx) => sql`insert into t (x) values (2)`.execute(tx));
+    clearInterval(ticker);
+    expect(performance.now() - started).toBeLessThan(4_000);
+    expect(ticks).toBeGreaterThan(10);
+    const rows = await sql<{ x: number }>`select x from t order by x`.execute(db);
+    expect(rows.rows.map((r) => r.x)).toEqual([1, 2]);
+  });
+
+  it('gives up with SQLITE_BUSY after 5 s', async () => {
+    other.exec('begin immediate');
+    const started = performance.now();
+    await expect(
+      db.transaction().execute((tx) => sql`insert into t (x) values (3)`.execute(tx)),
+    ).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+    expect(performance.now() - started).toBeGreaterThan(4_900);
+    other.exec('rollback');
+    await db.destroy();
+    other.close();
+    rmSync(dir, { recursive: true, force: true });
+  }, 15_000);
 });

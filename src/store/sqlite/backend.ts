@@ -21,8 +21,37 @@ import { translateSqliteError } from './errors.js';
 
 export const SQLITE_FILE_NAME = 'touchstone.db';
 
-/** How long a statement waits for another process's write lock before STORE_UNAVAILABLE. */
+/** How long a statement waits for another connection's write lock before STORE_UNAVAILABLE. */
 const BUSY_TIMEOUT_MS = 5_000;
+
+/**
+ * On the main thread SQLite's own busy wait would sleep the thread that answers every request
+ * (reads, health checks) for as long as another connection holds the write lock: the completion
+ * worker's, whose thread runs at a lower priority and may be descheduled while holding it. So
+ * main-thread connections have no busy timeout: a statement that finds the lock taken fails at
+ * once with SQLITE_BUSY and is tried again after a timer (doubling from 1 ms to 50 ms) until
+ * BUSY_TIMEOUT_MS has passed, and the event loop serves requests meanwhile. Worker threads keep
+ * the blocking wait: nothing else runs on them.
+ */
+const BUSY_RETRY_MAX_MS = 50;
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+/** Runs a statement, trying again after a timer while another connection holds the lock. */
+async function whenNotBusy<T>(run: () => Promise<T>): Promise<T> {
+  const deadline = performance.now() + BUSY_TIMEOUT_MS;
+  for (let wait = 1; ; wait = Math.min(2 * wait, BUSY_RETRY_MAX_MS)) {
+    try {
+      return await run();
+    } catch (err) {
+      if (!isBusy(err) || performance.now() + wait > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
 
 /**
  * Checkpoints (copying the WAL into the database file, with an fsync of each) run on the thread
@@ -45,6 +74,17 @@ const BACKSTOP_PAGES = 4000;
 class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+/** The main thread's driver: statements wait for the write lock on timers (see whenNotBusy). */
+class MainThreadSqliteDriver extends ImmediateSqliteDriver {
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    return {
+      executeQuery: (query) => whenNotBusy(() => connection.executeQuery(query)),
+      streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+    };
   }
 }
 
@@ -126,8 +166,12 @@ export function createSqliteBackend(dataDir: string): StoreBackend {
     // With WAL, NORMAL loses at most the last transactions on power loss, never integrity.
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = ON');
-    if (isMainThread) database.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
-    else checkpointPeriodically(database);
+    if (isMainThread) {
+      database.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+      database.pragma('busy_timeout = 0');
+    } else {
+      checkpointPeriodically(database);
+    }
   } catch (err) {
     database.close();
     throw translateSqliteError(err, file);
@@ -135,7 +179,8 @@ export function createSqliteBackend(dataDir: string): StoreBackend {
 
   const config = { database: withStatementCache(database) };
   const kyselyDialect: Dialect = {
-    createDriver: () => new ImmediateSqliteDriver(config),
+    createDriver: () =>
+      isMainThread ? new MainThreadSqliteDriver(config) : new ImmediateSqliteDriver(config),
     createQueryCompiler: () => new SqliteQueryCompiler(),
     createAdapter: () => new SqliteAdapter(),
     createIntrospector: (db) => new SqliteIntrospector(db),
