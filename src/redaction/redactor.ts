@@ -14,6 +14,7 @@ import { isCardNumber } from './card.js';
 import { RedactionErrors } from './error-codes.js';
 import { compileKeyMatcher, globProblem, KEY_ID, KEY_SECRET, type KeyMatcher } from './keys.js';
 import { PII_DETECTORS, type PiiDetector } from './pii.js';
+import { compileSecrets, SECRET_DETECTORS, type SecretDetector } from './secrets.js';
 import {
   collectKeyValues,
   compileValueRules,
@@ -30,6 +31,11 @@ export interface RedactionConfig {
   readonly patterns?: readonly string[];
   /** PII detectors to enable: `email`, `us-ssn`, `credit-card`, `phone`. */
   readonly pii?: readonly string[];
+  /**
+   * The built-in secret detectors: true (the default) for all, false for none, or all but the
+   * `disabled` ones.
+   */
+  readonly secrets?: boolean | { readonly disabled?: readonly string[] };
   /** True opts out of all redaction. */
   readonly disabled?: boolean;
 }
@@ -47,8 +53,9 @@ export interface Redactor {
   /** Key rules on every key at any depth, value rules on every string, bytes dropped. */
   redactAttributes(attributes: Attributes): Attributes;
   /**
-   * Free text (status messages, connector errors and logs): value rules and PII detectors, plus
-   * `key=value` / `key: value` pairs whose key is a redacted key. JSON text is redacted as JSON.
+   * Free text (status messages, connector errors and logs): value rules, PII and secret detectors
+   * (the spec's "text rules"), plus `key=value` / `key: value` pairs whose key is a redacted key.
+   * JSON text is redacted as JSON.
    */
   redactText(text: string): string;
   /** JSON values (record input/output/metadata, source overrides): as attributes. */
@@ -114,6 +121,7 @@ export function compileRedaction(config: RedactionConfig): Redactor {
       });
     }
   });
+  const secrets = enabledSecrets(config.secrets, problems);
   if (problems.length > 0) {
     throw RedactionErrors.REDACTION_RULE_INVALID(
       `invalid redaction rule${problems.length > 1 ? 's' : ''} at ${problems.map((p) => p.path).join(', ')}; the server cannot start until ${problems.length > 1 ? 'they are' : 'it is'} fixed`,
@@ -125,9 +133,33 @@ export function compileRedaction(config: RedactionConfig): Redactor {
   const detectors = pii as readonly PiiDetector[];
   return new Engine(
     compileKeyMatcher(keys),
-    compileValueRules(compiled, detectors),
+    compileValueRules(compiled, detectors, compileSecrets(secrets)),
     detectors.includes('credit-card'),
   );
+}
+
+/** The secret detectors `secrets` enables; problems with it are added to `problems`. */
+function enabledSecrets(
+  secrets: RedactionConfig['secrets'],
+  problems: ErrorDetail[],
+): SecretDetector[] {
+  if (secrets === undefined || secrets === true) return [...SECRET_DETECTORS];
+  if (secrets === false) return [];
+  const path = `${CONFIG_PATH}.secrets`;
+  if (typeof secrets !== 'object' || secrets === null || Array.isArray(secrets)) {
+    problems.push({ path, message: 'must be true, false or {disabled: [detector, …]}' });
+    return [];
+  }
+  const disabled = secrets.disabled ?? [];
+  disabled.forEach((name, i) => {
+    if (!(SECRET_DETECTORS as readonly string[]).includes(name)) {
+      problems.push({
+        path: `${path}.disabled[${i}]`,
+        message: `unknown secret detector; known: ${SECRET_DETECTORS.join(', ')}`,
+      });
+    }
+  });
+  return SECRET_DETECTORS.filter((name) => !disabled.includes(name));
 }
 
 function escapeRegExp(s: string): string {

@@ -1,24 +1,27 @@
 /**
- * Text rules: the configured RE2 value patterns and the enabled PII detectors, plus (for free text
- * such as error messages) `key=value` / `"key": "value"` pairs whose key is a redacted key. Every
+ * Text rules: the configured RE2 value patterns, the enabled PII detectors and the enabled secret
+ * detectors, plus (for free text such as error messages) `key=value` / `"key": "value"` pairs whose key is a redacted key. Every
  * rule reports ranges of the original string; overlapping ranges are merged and each is replaced
  * once, so rules never see each other's `[REDACTED]`.
  */
 import RE2 from 're2';
+import { isBareValueEnd } from './chars.js';
 import { KEY_SECRET, type KeyMatcher } from './keys.js';
 import { type PiiDetector, type PiiScanner, SCANNERS, tokenDigits } from './pii.js';
+import type { SecretScanner } from './secrets.js';
 
 /** The replacement text for every redacted value or part of a value (spec rule 2). */
 export const REDACTED = '[REDACTED]';
 
 export interface ValueRules {
-  /** False when no pattern and no detector is configured. */
+  /** False when no pattern and no detector is enabled. */
   readonly active: boolean;
   /** True when user patterns exist (they can match anything, so no cheap pre-check applies). */
   readonly hasPatterns: boolean;
   /**
    * Cheap checks: which rules may match `s`, as a bit mask for `collect` (bit 0 the patterns,
-   * bit i+1 the i-th enabled detector). 0 means no rule can match.
+   * bit i+1 the i-th enabled PII detector, the next bit the secret detectors). 0 means no rule can
+   * match. Right for JSON text too: a string holding JSON whose gate is 0 needs no parsing.
    */
   gate(s: string): number;
   /** Appends the ranges (pairs of offsets, end exclusive) the rules in `mask` match in `s`. */
@@ -28,10 +31,13 @@ export interface ValueRules {
 export function compileValueRules(
   patterns: readonly RE2[],
   detectors: readonly PiiDetector[],
+  secrets?: SecretScanner,
 ): ValueRules {
   const scanners: PiiScanner[] = [...new Set(detectors)].map((d) => SCANNERS[d]);
+  const secretsBit = 2 << scanners.length;
   let minLength = patterns.length > 0 ? 1 : Number.POSITIVE_INFINITY;
   for (const scanner of scanners) minLength = Math.min(minLength, scanner.minLength);
+  if (secrets !== undefined) minLength = Math.min(minLength, secrets.minLength);
   const digitsMatter = detectors.some((d) => d !== 'email');
   let set: InstanceType<typeof RE2.Set> | undefined;
   if (patterns.length > 1) {
@@ -59,11 +65,14 @@ export function compileValueRules(
   };
 
   return {
-    active: patterns.length > 0 || scanners.length > 0,
+    active: patterns.length > 0 || scanners.length > 0 || secrets !== undefined,
     hasPatterns: patterns.length > 0,
     gate(s) {
       if (s.length < minLength) return 0;
       let mask = patterns.length > 0 ? 1 : 0;
+      if (secrets !== undefined && s.length >= secrets.minLength && secrets.worth(s)) {
+        mask |= secretsBit;
+      }
       if (scanners.length === 0) return mask;
       const loose = digitsMatter ? tokenDigits(s, 0, 13, true) : 0;
       for (let i = 0; i < scanners.length; i++) {
@@ -75,6 +84,7 @@ export function compileValueRules(
     collect(s, mask, out) {
       if (mask & 1) collectPatterns(s, out);
       for (let i = 0; i < scanners.length; i++) if (mask & (2 << i)) scanners[i]!.scan(s, out);
+      if (mask & secretsBit) secrets!.scan(s, out);
     },
   };
 }
@@ -101,7 +111,7 @@ export function collectKeyValues(s: string, keys: KeyMatcher, out: number[]): vo
     if (keys.classify(m[1]!) === KEY_SECRET) {
       // A bare value stops at `:` and `=` so that scanning stays linear; a secret's value runs on
       // (`user:pass`, base64 padding).
-      if (quoted === undefined) while (end < s.length && !BARE_END.has(s.charCodeAt(end))) end++;
+      if (quoted === undefined) while (end < s.length && !isBareValueEnd(s.charCodeAt(end))) end++;
       if (end > start) out.push(start, end);
     } else {
       // The value may itself hold a pair (`error: "password=…"`): resume the scan inside it.
@@ -109,8 +119,6 @@ export function collectKeyValues(s: string, keys: KeyMatcher, out: number[]): vo
     }
   }
 }
-
-const BARE_END = new Set([...' \t\r\n"\',;&)}]'].map((c) => c.charCodeAt(0)));
 
 /** `s` with the given ranges (pairs, any order, may overlap or touch) each replaced once. */
 export function replaceRanges(s: string, ranges: number[]): string {
