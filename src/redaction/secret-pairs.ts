@@ -161,10 +161,6 @@ function isPasswordKey(s: string, key: Key): boolean {
  * (`PWD=/home/ann`).
  */
 function passwordValue(scan: Scan, at: number, key: Key): number {
-  if (scan.loose) {
-    scan.candidate();
-    return at + 1;
-  }
   const s = scan.s;
   const i = skipBlanks(s, at + 1);
   const c = s.charCodeAt(i);
@@ -240,10 +236,6 @@ function isLineBreak(c: number): boolean {
  * header (`curl -H "Authorization: …"`), at `&` after `=`, or at the end of the line.
  */
 function authorizationValue(scan: Scan, at: number, key: Key): number {
-  if (scan.loose) {
-    scan.candidate();
-    return at + 1;
-  }
   const s = scan.s;
   let i = skipBlanks(s, at + 1);
   const q = s.charCodeAt(i);
@@ -297,23 +289,18 @@ function keyHolds(s: string, key: Key, word: string): boolean {
  * and end with `key`, `token` or `secret` (`aws_secret_access_key`, `AWS_SESSION_TOKEN`,
  * `"SecretAccessKey"`, `secret_key`). Lowercase hex (a git SHA) is never a secret key.
  */
+function isAwsSecretKey(s: string, key: Key): boolean {
+  return (
+    (endsWithWord(s, key.start, key.end, 'token') ||
+      endsWithWord(s, key.start, key.end, 'key') ||
+      endsWithWord(s, key.start, key.end, 'secret')) &&
+    (keyHolds(s, key, 'aws') || keyHolds(s, key, 'secret'))
+  );
+}
+
 function awsSecretValue(scan: Scan, at: number, key: Key): number {
   const s = scan.s;
   const token = endsWithWord(s, key.start, key.end, 'token');
-  if (
-    !(
-      token ||
-      endsWithWord(s, key.start, key.end, 'key') ||
-      endsWithWord(s, key.start, key.end, 'secret')
-    ) ||
-    !(keyHolds(s, key, 'aws') || keyHolds(s, key, 'secret'))
-  ) {
-    return at + 1;
-  }
-  if (scan.loose) {
-    scan.candidate();
-    return at + 1;
-  }
   let i = skipBlanks(s, at + 1);
   if (s.charCodeAt(i) === DQ || s.charCodeAt(i) === SQ) i++;
   const end = runEnd(s, i, isBase64Char);
@@ -389,15 +376,14 @@ function isQueryValueChar(c: number): boolean {
   );
 }
 
-function queryValue(scan: Scan, at: number, key: Key): number {
-  if (!key.equals || key.spaced || key.quoted) return at + 1;
-  const s = scan.s;
+function isQueryKey(s: string, key: Key): boolean {
+  if (!key.equals || key.spaced || key.quoted) return false;
   const name = parameterStart(s, key);
-  if (name < 0 || !isQueryName(s, name, key.end)) return at + 1;
-  if (scan.loose) {
-    scan.candidate();
-    return at + 1;
-  }
+  return name >= 0 && isQueryName(s, name, key.end);
+}
+
+function queryValue(scan: Scan, at: number): number {
+  const s = scan.s;
   const end = runEnd(s, at + 1, isQueryValueChar);
   scan.hit(at + 1, end);
   return Math.max(end, at + 1);
@@ -484,16 +470,27 @@ function urlAt(
 
 // ---- the rule ---------------------------------------------------------------------------------
 
+/** A detector that reads pairs: which keys it reads, and how it reads their value. */
+interface PairReader {
+  readonly reads: (s: string, key: Key) => boolean;
+  /** Redacts the value of the pair whose separator is at `at`; returns where the value ends. */
+  readonly read: (scan: Scan, at: number, key: Key) => number;
+}
+
+const PAIR_READERS: readonly [SecretDetector, PairReader][] = [
+  ['password', { reads: isPasswordKey, read: passwordValue }],
+  ['http-auth', { reads: isAuthorizationKey, read: authorizationValue }],
+  ['aws', { reads: isAwsSecretKey, read: awsSecretValue }],
+  ['url-query', { reads: isQueryKey, read: queryValue }],
+];
+
 /** The `=` / `:` rule for the enabled detectors that read pairs, or undefined when none is on. */
 export function pairRule(enabled: ReadonlySet<SecretDetector>): Rule | undefined {
-  const password = enabled.has('password');
-  const authorization = enabled.has('http-auth');
-  const aws = enabled.has('aws');
-  const query = enabled.has('url-query');
+  const readers = PAIR_READERS.filter(([d]) => enabled.has(d)).map(([, reader]) => reader);
   const userinfo = enabled.has('url-userinfo');
   const slack = enabled.has('slack');
   const urls = userinfo || slack;
-  if (!(password || authorization || aws || query || urls)) return undefined;
+  if (readers.length === 0 && !urls) return undefined;
   return {
     anchors: ['=', ':'],
     check(scan, at) {
@@ -505,12 +502,15 @@ export function pairRule(enabled: ReadonlySet<SecretDetector>): Rule | undefined
       const key = keyBefore(s, at);
       if (key === undefined) return at + 1;
       let next = at + 1;
-      if (password && isPasswordKey(s, key)) next = Math.max(next, passwordValue(scan, at, key));
-      if (authorization && isAuthorizationKey(s, key)) {
-        next = Math.max(next, authorizationValue(scan, at, key));
+      for (const reader of readers) {
+        if (!reader.reads(s, key)) continue;
+        // A loose scan takes the key's word for it: escapes can hide the value's shape.
+        if (scan.loose) {
+          scan.candidate();
+          return next;
+        }
+        next = Math.max(next, reader.read(scan, at, key));
       }
-      if (aws) next = Math.max(next, awsSecretValue(scan, at, key));
-      if (query) next = Math.max(next, queryValue(scan, at, key));
       return next;
     },
   };

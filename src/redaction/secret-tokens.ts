@@ -53,12 +53,21 @@ function isPlainWord(s: string, start: number, end: number): boolean {
   return upper <= 1 ? upper === 0 || isUpper(s.charCodeAt(start)) : upper === end - start;
 }
 
+/**
+ * Where the credential after the scheme word at `at` starts (after blanks), or -1 when the word is
+ * part of a longer one or no blank follows it.
+ */
+function afterScheme(scan: Scan, at: number, length: number): number {
+  if (glued(scan, at, isLetter)) return -1;
+  const from = skipBlanks(scan.s, at + length);
+  return from === at + length ? -1 : from;
+}
+
 /** `Bearer <token>` (also `BEARER`): the token, unless it is a plain word (`Bearer token`). */
 const bearer: RuleCheck = (scan, at, length) => {
   const s = scan.s;
-  if (glued(scan, at, isLetter)) return at + 1;
-  const from = skipBlanks(s, at + length);
-  if (from === at + length) return at + 1;
+  const from = afterScheme(scan, at, length);
+  if (from < 0) return at + 1;
   let end = runEnd(s, from, isTokenChar);
   if (scan.loose) {
     if (end > from) scan.candidate();
@@ -94,9 +103,8 @@ function isUserPassword(s: string, start: number, end: number): boolean {
 /** `Basic <base64>` (also `BASIC`): the base64, when it decodes to `user:password`. */
 const basic: RuleCheck = (scan, at, length) => {
   const s = scan.s;
-  if (glued(scan, at, isLetter)) return at + 1;
-  const from = skipBlanks(s, at + length);
-  if (from === at + length) return at + 1;
+  const from = afterScheme(scan, at, length);
+  if (from < 0) return at + 1;
   const end = runEnd(s, from, isBase64Char);
   const padded = runEnd(s, end, (c) => c === 0x3d);
   if (scan.loose) {
