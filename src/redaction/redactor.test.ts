@@ -304,6 +304,14 @@ describe('free text', () => {
     expect(r.redactText(text)).toBe(expected);
   });
 
+  it('reads each pair once: text made of pairs (`password=password=…`) costs linear time', () => {
+    const text = 'password='.repeat(1 << 17); // 1.2 MB; read again per pair, ~10^11 steps
+    const started = process.cpuUsage();
+    expect(r.redactText(text)).toBe(`password=${REDACTED}`);
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(5_000);
+  });
+
   it('redacts JSON text as JSON', () => {
     expect(JSON.parse(r.redactText('{"client_secret":"s","id":7}'))).toEqual({
       client_secret: REDACTED,

@@ -110,8 +110,12 @@ export function collectKeyValues(s: string, keys: KeyMatcher, out: number[]): vo
     const start = end - value.length;
     if (keys.classify(m[1]!) === KEY_SECRET) {
       // A bare value stops at `:` and `=` so that scanning stays linear; a secret's value runs on
-      // (`user:pass`, base64 padding).
-      if (quoted === undefined) while (end < s.length && !isBareValueEnd(s.charCodeAt(end))) end++;
+      // (`user:pass`, base64 padding), and the scan resumes after it: resuming inside it would
+      // read the same run again for every `password=` in `password=password=…`.
+      if (quoted === undefined) {
+        while (end < s.length && !isBareValueEnd(s.charCodeAt(end))) end++;
+        KEY_VALUE.lastIndex = Math.max(KEY_VALUE.lastIndex, end);
+      }
       if (end > start) out.push(start, end);
     } else {
       // The value may itself hold a pair (`error: "password=…"`): resume the scan inside it.
