@@ -70,9 +70,29 @@ export function isWord(s: string, start: number, end: number, word: string): boo
   return end - start === word.length && wordAt(s, start, word);
 }
 
-/** The end of the run of characters passing `test` that starts at `i`. */
-export function runEnd(s: string, i: number, test: (c: number) => boolean): number {
-  while (i < s.length && test(s.charCodeAt(i))) i++;
+/**
+ * A set of characters: ASCII ones by table, all others in or out together. Runs are measured with
+ * these rather than with predicate functions so that the one loop in `runOf` stays monomorphic
+ * (a function argument that differs per call site makes every character a real call).
+ */
+export interface CharClass {
+  readonly ascii: Uint8Array;
+  readonly others: boolean;
+}
+
+export function charClass(test: (c: number) => boolean, others = false): CharClass {
+  const ascii = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) ascii[c] = test(c) ? 1 : 0;
+  return { ascii, others };
+}
+
+/** The end of the run of characters of `cls` that starts at `i`. */
+export function runOf(s: string, i: number, cls: CharClass): number {
+  const { ascii, others } = cls;
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 128 ? ascii[c] === 0 : !others) break;
+  }
   return i;
 }
 
@@ -94,13 +114,25 @@ export function isBareValueEnd(c: number): boolean {
   );
 }
 
+export const BLANK = charClass(isBlank);
+export const SPACE = charClass(isSpace);
+export const LETTER = charClass(isLetter);
+export const ALNUM = charClass(isAlnum);
+export const WORD = charClass(isWordChar);
+export const BASE64 = charClass(isBase64Char);
+export const BASE64URL = charClass(isBase64UrlChar);
+/** Everything but CR and LF. */
+export const IN_LINE = charClass((c) => c !== 0x0a && c !== 0x0d, true);
+/** Everything that continues a bare value (see isBareValueEnd). */
+export const BARE_VALUE = charClass((c) => !isBareValueEnd(c), true);
+
 export function skipBlanks(s: string, i: number): number {
-  return runEnd(s, i, isBlank);
+  return runOf(s, i, BLANK);
 }
 
 /** The end of the line holding `i` (before its CR or LF). */
 export function lineEnd(s: string, i: number): number {
-  return runEnd(s, i, (c) => c !== 0x0a && c !== 0x0d);
+  return runOf(s, i, IN_LINE);
 }
 
 /** `end` moved back over trailing blanks (not before `start`). */

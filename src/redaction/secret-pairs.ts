@@ -6,11 +6,14 @@
  * enabled detectors. docs/redaction.md lists the exact names and forms.
  */
 import {
+  BARE_VALUE,
+  BASE64,
+  type CharClass,
+  charClass,
   closingQuote,
   endsWithWord,
   isAlnum,
   isBareValueEnd,
-  isBase64Char,
   isBlank,
   isLetter,
   isLower,
@@ -20,7 +23,7 @@ import {
   isWordChar,
   lineEnd,
   lower,
-  runEnd,
+  runOf,
   skipBlanks,
   trimEnd,
   wordAt,
@@ -123,6 +126,9 @@ function startsLine(s: string, key: Key): boolean {
   return k === 0 || s.charCodeAt(k - 1) === 0x0a || s.charCodeAt(k - 1) === 0x0d;
 }
 
+/** The words of a value on its own line: a bare value's characters and blanks. */
+const BARE_WORDS = charClass((c) => isBlank(c) || !isBareValueEnd(c), true);
+
 /**
  * A bare value's end: `{…}` (ODBC, closed within BRACED_MAX characters on its line) runs to its
  * brace, anything else to a separator.
@@ -134,7 +140,7 @@ function bareEnd(s: string, i: number): number {
     while (close < limit && s.charCodeAt(close) !== 0x7d && s.charCodeAt(close) !== 0x0a) close++;
     if (s.charCodeAt(close) === 0x7d) return close + 1;
   }
-  return runEnd(s, i, (c) => !isBareValueEnd(c));
+  return runOf(s, i, BARE_VALUE);
 }
 
 const NULLISH = ['null', 'none', 'nil', 'true', 'false', 'undefined'];
@@ -149,6 +155,8 @@ function isNullish(s: string, start: number, end: number): boolean {
 const PASSWORD_WORDS = ['password', 'passwd', 'passphrase', 'pwd'];
 
 function isPasswordKey(s: string, key: Key): boolean {
+  const last = lower(s.charCodeAt(key.end - 1));
+  if (last !== 0x64 && last !== 0x65) return false; // password, passwd, pwd; passphrase
   for (const word of PASSWORD_WORDS) if (endsWithWord(s, key.start, key.end, word)) return true;
   return false;
 }
@@ -173,11 +181,7 @@ function passwordValue(scan: Scan, at: number, key: Key): number {
   } else if ((!key.spaced && i === at + 1) || key.quoted) {
     end = bareEnd(s, i);
   } else if (startsLine(s, key)) {
-    end = trimEnd(
-      s,
-      i,
-      runEnd(s, i, (c) => isBlank(c) || !isBareValueEnd(c)),
-    );
+    end = trimEnd(s, i, runOf(s, i, BARE_WORDS));
   } else {
     return at + 1;
   }
@@ -220,13 +224,32 @@ function isAuthorizationKey(s: string, key: Key): boolean {
   return before === key.start || !isAlnum(s.charCodeAt(before - 1));
 }
 
-function isSchemeChar(c: number): boolean {
-  return isAlnum(c) || c === 0x2d;
-}
+const SCHEME = charClass((c) => isAlnum(c) || c === 0x2d);
+const SCHEME_NAME = charClass((c) => isLetter(c) || c === 0x2d);
 
 function isLineBreak(c: number): boolean {
   return c === 0x0a || c === 0x0d;
 }
+
+/** Where an Authorization value goes on (`rest`), and where one token of it does (`token`). */
+interface ValueClasses {
+  readonly rest: CharClass;
+  readonly token: CharClass;
+}
+
+function valueClasses(ends: (c: number) => boolean): ValueClasses {
+  return {
+    rest: charClass((c) => !ends(c), true),
+    token: charClass((c) => !ends(c) && !isSpace(c) && c !== 0x2c && c !== 0x3b, true),
+  };
+}
+
+const IN_DOUBLE_QUOTES = valueClasses((c) => c === DQ || isLineBreak(c));
+const IN_SINGLE_QUOTES = valueClasses((c) => c === SQ || isLineBreak(c));
+const IN_DOUBLE_QUOTED_HEADER = valueClasses((c) => c === DQ || c === BACKSLASH || isLineBreak(c));
+const IN_SINGLE_QUOTED_HEADER = valueClasses((c) => c === SQ || c === BACKSLASH || isLineBreak(c));
+const IN_PARAMETER = valueClasses((c) => c === 0x26 || isLineBreak(c));
+const IN_HEADER_LINE = valueClasses(isLineBreak);
 
 /**
  * An Authorization (or Proxy-Authorization) value: the scheme stays readable. A token scheme
@@ -240,30 +263,25 @@ function authorizationValue(scan: Scan, at: number, key: Key): number {
   let i = skipBlanks(s, at + 1);
   const q = s.charCodeAt(i);
   const enclosing = key.quoted ? 0 : s.charCodeAt(key.start - 1);
-  let ends: (c: number) => boolean;
+  let value: ValueClasses;
   if (q === DQ || q === SQ) {
     i++;
-    ends = (c) => c === q || isLineBreak(c);
+    value = q === DQ ? IN_DOUBLE_QUOTES : IN_SINGLE_QUOTES;
   } else if (enclosing === DQ || enclosing === SQ) {
-    ends = (c) => c === enclosing || c === BACKSLASH || isLineBreak(c);
+    value = enclosing === DQ ? IN_DOUBLE_QUOTED_HEADER : IN_SINGLE_QUOTED_HEADER;
   } else {
-    ends = key.equals ? (c) => c === 0x26 || isLineBreak(c) : isLineBreak;
+    value = key.equals ? IN_PARAMETER : IN_HEADER_LINE;
   }
-  const inToken = (c: number) => !ends(c) && !isSpace(c) && c !== 0x2c && c !== 0x3b;
-  const word = runEnd(s, i, isSchemeChar);
+  const word = runOf(s, i, SCHEME);
   let from = i;
   let last: number;
   if (isBlank(s.charCodeAt(word)) && looksLikeScheme(s, i, word)) {
     from = skipBlanks(s, word);
     last = isTokenScheme(s, i, word)
-      ? runEnd(s, from, inToken)
-      : trimEnd(
-          s,
-          from,
-          runEnd(s, from, (c) => !ends(c)),
-        );
+      ? runOf(s, from, value.token)
+      : trimEnd(s, from, runOf(s, from, value.rest));
   } else {
-    last = runEnd(s, i, inToken);
+    last = runOf(s, i, value.token);
   }
   scan.hit(from, last);
   return Math.max(last, word, at + 1);
@@ -273,7 +291,7 @@ function authorizationValue(scan: Scan, at: number, key: Key): number {
 function looksLikeScheme(s: string, start: number, end: number): boolean {
   if (end === start || !isLetter(s.charCodeAt(start))) return false;
   if (wordAt(s, start, 'aws4-hmac-') || wordAt(s, start, 'scram-sha-')) return true;
-  return runEnd(s, start, (c) => isLetter(c) || c === 0x2d) >= end;
+  return runOf(s, start, SCHEME_NAME) >= end;
 }
 
 // ---- aws: secret access keys and session tokens after an AWS-named key ------------------------
@@ -290,6 +308,8 @@ function keyHolds(s: string, key: Key, word: string): boolean {
  * `"SecretAccessKey"`, `secret_key`). Lowercase hex (a git SHA) is never a secret key.
  */
 function isAwsSecretKey(s: string, key: Key): boolean {
+  const last = lower(s.charCodeAt(key.end - 1));
+  if (last !== 0x6e && last !== 0x79 && last !== 0x74) return false; // …token, …key, …secret
   return (
     (endsWithWord(s, key.start, key.end, 'token') ||
       endsWithWord(s, key.start, key.end, 'key') ||
@@ -303,8 +323,8 @@ function awsSecretValue(scan: Scan, at: number, key: Key): number {
   const token = endsWithWord(s, key.start, key.end, 'token');
   let i = skipBlanks(s, at + 1);
   if (s.charCodeAt(i) === DQ || s.charCodeAt(i) === SQ) i++;
-  const end = runEnd(s, i, isBase64Char);
-  const padded = runEnd(s, end, (c) => c === EQUALS);
+  const end = runOf(s, i, BASE64);
+  const padded = runOf(s, end, PADDING);
   const next = s.charCodeAt(padded);
   if (next === 0x5f || next === 0x2d) return padded; // part of a longer identifier
   const length = end - i;
@@ -344,6 +364,11 @@ const QUERY_ENDINGS = [
 ];
 
 function isQueryName(s: string, start: number, end: number): boolean {
+  // …token, …secret, …key, sig, …signature, …credential
+  const last = lower(s.charCodeAt(end - 1));
+  if (last !== 0x6e && last !== 0x74 && last !== 0x79 && last !== 0x67 && last !== 0x65) {
+    if (last !== 0x6c) return false;
+  }
   for (const name of QUERY_NAMES) if (isWord(s, start, end, name)) return true;
   for (const ending of QUERY_ENDINGS) if (endsWithWord(s, start, end, ending)) return true;
   return false;
@@ -359,22 +384,26 @@ function parameterStart(s: string, key: Key): number {
   return c === BACKSLASH && wordAt(s, key.start, 'u0026') ? key.start + 5 : -1;
 }
 
-function isQueryValueChar(c: number): boolean {
-  return !(
-    isSpace(c) ||
-    c === 0x26 ||
-    c === 0x23 ||
-    c === DQ ||
-    c === SQ ||
-    c === 0x3c ||
-    c === 0x3e ||
-    c === BACKSLASH ||
-    c === 0x29 ||
-    c === 0x5d ||
-    c === 0x7d ||
-    c === 0x3b
-  );
-}
+const PADDING = charClass((c) => c === EQUALS);
+
+const QUERY_VALUE = charClass(
+  (c) =>
+    !(
+      isSpace(c) ||
+      c === 0x26 ||
+      c === 0x23 ||
+      c === DQ ||
+      c === SQ ||
+      c === 0x3c ||
+      c === 0x3e ||
+      c === BACKSLASH ||
+      c === 0x29 ||
+      c === 0x5d ||
+      c === 0x7d ||
+      c === 0x3b
+    ),
+  true,
+);
 
 function isQueryKey(s: string, key: Key): boolean {
   if (!key.equals || key.spaced || key.quoted) return false;
@@ -384,7 +413,7 @@ function isQueryKey(s: string, key: Key): boolean {
 
 function queryValue(scan: Scan, at: number): number {
   const s = scan.s;
-  const end = runEnd(s, at + 1, isQueryValueChar);
+  const end = runOf(s, at + 1, QUERY_VALUE);
   scan.hit(at + 1, end);
   return Math.max(end, at + 1);
 }
@@ -458,7 +487,7 @@ function urlAt(
     for (const path of SLACK_PATHS) {
       if (!wordAt(s, end, path)) continue;
       const from = end + path.length;
-      const last = runEnd(s, from, isQueryValueChar);
+      const last = runOf(s, from, QUERY_VALUE);
       scan.hit(from, last);
       return Math.max(last, at + 1);
     }
@@ -469,6 +498,13 @@ function urlAt(
 }
 
 // ---- the rule ---------------------------------------------------------------------------------
+
+/** What cannot end a key (or the quote after it), nor a URL scheme before `://`. */
+const NOT_BEFORE_SEPARATOR = charClass(
+  (c) =>
+    !(isAlnum(c) || isBlank(c) || c === DQ || c === SQ || c === 0x5f || c === 0x2d || c === 0x2e),
+  true,
+);
 
 /** A detector that reads pairs: which keys it reads, and how it reads their value. */
 interface PairReader {
@@ -493,6 +529,9 @@ export function pairRule(enabled: ReadonlySet<SecretDetector>): Rule | undefined
   if (readers.length === 0 && !urls) return undefined;
   return {
     anchors: ['=', ':'],
+    // Most separators follow no key at all (`==`, `07:15`, `a, b: c`) and are dropped at once;
+    // `://` is read whatever comes before it.
+    notAfter: NOT_BEFORE_SEPARATOR,
     check(scan, at) {
       const s = scan.s;
       if (s.charCodeAt(at) === COLON) {

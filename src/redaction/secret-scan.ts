@@ -1,3 +1,5 @@
+import type { CharClass } from './chars.js';
+
 /**
  * What the secret detectors share: their names, the state of one scan of one string, and the
  * shape of a rule. secrets.ts runs the rules; secret-pairs.ts and secret-tokens.ts hold them.
@@ -24,9 +26,9 @@ export type SecretDetector = (typeof SECRET_DETECTORS)[number];
 /**
  * One scan of one string. A strict scan appends the ranges to redact to `out`. A loose scan only
  * answers "may this string hold a secret?", for strings that may be JSON text: there, escapes
- * (`\n`, `\"`, `\/`) stand between a secret and what surrounds it, so checks of the context and
- * of the value's shape are skipped (an anchor with its key is enough), and the scan stops at the
- * first candidate. A loose scan may say yes wrongly, never no: every strict match is a loose one.
+ * (`\"`, `\/`) stand between a secret and what surrounds it, so checks of the context and of the
+ * value's shape are skipped where escapes could mislead them (a key is enough for a pair), and the
+ * scan stops at the first candidate. A loose scan may say yes wrongly, never no: every strict match is a loose one.
  */
 export class Scan {
   /** True once a range (strict) or a candidate (loose) was found. */
@@ -67,5 +69,11 @@ export type RuleCheck = (scan: Scan, at: number, length: number) => number;
 export interface Rule {
   /** Case-sensitive literals that start a candidate. None is a prefix of another rule's. */
   readonly anchors: readonly string[];
+  /**
+   * Characters that, right before an anchor, make it no candidate (tested before `check` is
+   * called, which keeps text dense with anchors cheap). A JSON escape there (`\neyJ…`) is a
+   * boundary, not glue.
+   */
+  readonly notAfter?: CharClass;
   readonly check: RuleCheck;
 }

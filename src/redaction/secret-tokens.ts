@@ -9,9 +9,13 @@
  * starts again inside a token it already read.
  */
 import {
+  ALNUM,
+  BASE64,
+  BASE64URL,
+  type CharClass,
+  charClass,
   closingQuote,
   isAlnum,
-  isBase64Char,
   isBase64UrlChar,
   isBlank,
   isDigit,
@@ -21,9 +25,12 @@ import {
   isUpper,
   isWord,
   isWordChar,
+  LETTER,
   lineEnd,
-  runEnd,
+  runOf,
+  SPACE,
   skipBlanks,
+  WORD,
   wordAt,
 } from './chars.js';
 import type { Rule, RuleCheck, Scan, SecretDetector } from './secret-scan.js';
@@ -31,16 +38,22 @@ import type { Rule, RuleCheck, Scan, SecretDetector } from './secret-scan.js';
 const DQ = 0x22;
 const SQ = 0x27;
 
-function glued(scan: Scan, at: number, test: (c: number) => boolean): boolean {
-  return !scan.loose && at > 0 && test(scan.s.charCodeAt(at - 1));
-}
+/** What glues an anchor to the word before it (each rule's `notAfter`). */
+const NOT_SPACE = charClass((c) => !isSpace(c), true);
+const FLAG_WORD = charClass((c) => isWordChar(c) || c === 0x2d);
+const BASE64URL_OR_DOT = charClass((c) => isBase64UrlChar(c) || c === 0x2e);
 
 // ---- http-auth -------------------------------------------------------------------------------
 
 /** RFC 6750 b64token characters: `[A-Za-z0-9._~+/-]`, then `=` padding. */
-function isTokenChar(c: number): boolean {
-  return isBase64UrlChar(c) || c === 0x2e || c === 0x7e || c === 0x2b || c === 0x2f || c === 0x3d;
-}
+const TOKEN68 = charClass(
+  (c) => isBase64UrlChar(c) || c === 0x2e || c === 0x7e || c === 0x2b || c === 0x2f || c === 0x3d,
+);
+const PADDING = charClass((c) => c === 0x3d);
+/** An unquoted command-line argument. */
+const ARGUMENT = charClass((c) => !isSpace(c) && c !== DQ && c !== SQ, true);
+/** Backslashes and quotes: what JSON escaping puts before an argument. */
+const ESCAPED_QUOTE = charClass((c) => c === 0x5c || c === DQ || c === SQ);
 
 /** One word of prose (`token`, `Token`, `TOKEN`), not a credential. */
 function isPlainWord(s: string, start: number, end: number): boolean {
@@ -54,11 +67,10 @@ function isPlainWord(s: string, start: number, end: number): boolean {
 }
 
 /**
- * Where the credential after the scheme word at `at` starts (after blanks), or -1 when the word is
- * part of a longer one or no blank follows it.
+ * Where the credential after the scheme word at `at` starts (after blanks), or -1 when no blank
+ * follows the word.
  */
 function afterScheme(scan: Scan, at: number, length: number): number {
-  if (glued(scan, at, isLetter)) return -1;
   const from = skipBlanks(scan.s, at + length);
   return from === at + length ? -1 : from;
 }
@@ -68,7 +80,7 @@ const bearer: RuleCheck = (scan, at, length) => {
   const s = scan.s;
   const from = afterScheme(scan, at, length);
   if (from < 0) return at + 1;
-  let end = runEnd(s, from, isTokenChar);
+  let end = runOf(s, from, TOKEN68);
   if (scan.loose) {
     if (end > from) scan.candidate();
     return end;
@@ -87,15 +99,34 @@ function gluedAfter(s: string, end: number): boolean {
 /** Most base64 characters decoded to check a Basic credential (its `user:` comes first). */
 const BASIC_PEEK = 256;
 
-/** Whether the base64 in `s[start, end)` decodes to printable `user:password`. */
+/** Each base64 character's 6 bits (-1: not base64). */
+const BASE64_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 64; i++) {
+  BASE64_VALUE['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(i)] =
+    i;
+}
+
+/**
+ * Whether the base64 in `s[start, end)` decodes to printable `user:password` (its first
+ * BASIC_PEEK characters are decoded, by hand: no buffer per candidate).
+ */
 function isUserPassword(s: string, start: number, end: number): boolean {
-  const length = Math.min(end - start, BASIC_PEEK) & ~3;
-  if (length < 4) return false;
-  const bytes = Buffer.from(s.slice(start, start + length), 'base64');
+  const stop = start + (Math.min(end - start, BASIC_PEEK) & ~3);
+  if (stop - start < 4) return false;
   let colon = false;
-  for (const b of bytes) {
-    if (b < 0x20 || b === 0x7f) return false;
-    if (b === 0x3a) colon = true;
+  let bits = 0;
+  let count = 0;
+  for (let i = start; i < stop; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x3d) break; // padding
+    bits = (bits << 6) | BASE64_VALUE[c]!;
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      const byte = (bits >> count) & 0xff;
+      if (byte < 0x20 || byte === 0x7f) return false;
+      if (byte === 0x3a) colon = true;
+    }
   }
   return colon;
 }
@@ -105,8 +136,8 @@ const basic: RuleCheck = (scan, at, length) => {
   const s = scan.s;
   const from = afterScheme(scan, at, length);
   if (from < 0) return at + 1;
-  const end = runEnd(s, from, isBase64Char);
-  const padded = runEnd(s, end, (c) => c === 0x3d);
+  const end = runOf(s, from, BASE64);
+  const padded = runOf(s, end, PADDING);
   if (scan.loose) {
     if (end - from >= 4) scan.candidate();
     return padded;
@@ -142,13 +173,12 @@ function argumentEnd(s: string, i: number): { start: number; end: number } {
     const close = closingQuote(s, i + 1, q);
     return { start: i + 1, end: close < 0 ? lineEnd(s, i + 1) : close };
   }
-  return { start: i, end: runEnd(s, i, (c) => !isSpace(c) && c !== DQ && c !== SQ) };
+  return { start: i, end: runOf(s, i, ARGUMENT) };
 }
 
 /** `curl … -u user:password` / `--user user:password`: the password, on a line running curl. */
 const curlUser: RuleCheck = (scan, at, length) => {
   const s = scan.s;
-  if (glued(scan, at, (c) => !isSpace(c))) return at + 1;
   let i = at + length;
   if (length > 3) {
     // `--user` needs `=` or a blank after it (`--username` is another flag)
@@ -157,7 +187,7 @@ const curlUser: RuleCheck = (scan, at, length) => {
   }
   i = skipBlanks(s, i);
   // JSON text escapes the quote (`--user \"a:b\"`): a loose scan reads past it.
-  if (scan.loose) i = runEnd(s, i, (c) => c === 0x5c || c === DQ || c === SQ);
+  if (scan.loose) i = runOf(s, i, ESCAPED_QUOTE);
   const { start, end } = argumentEnd(s, i);
   let colon = start;
   while (colon < end && s.charCodeAt(colon) !== 0x3a) colon++;
@@ -170,8 +200,7 @@ const curlUser: RuleCheck = (scan, at, length) => {
 /** `--password value` (`--passwd`, `--passphrase`); `--password=value` is a pair (secret-pairs). */
 const passwordFlag: RuleCheck = (scan, at) => {
   const s = scan.s;
-  if (glued(scan, at, (c) => isWordChar(c) || c === 0x2d)) return at + 1;
-  const word = runEnd(s, at + 2, isLetter);
+  const word = runOf(s, at + 2, LETTER);
   if (
     !(
       isWord(s, at + 2, word, 'password') ||
@@ -223,7 +252,7 @@ const privateKey: RuleCheck = (scan, at) => {
     scan.candidate();
     return body;
   }
-  const start = runEnd(s, body, isSpace);
+  const start = runOf(s, body, SPACE);
   const endLine = s.indexOf(END, body);
   if (endLine < 0) {
     scan.hit(start, s.length);
@@ -241,14 +270,19 @@ const privateKey: RuleCheck = (scan, at) => {
 /** Longest JWT header decoded (real headers are under 200 characters). */
 const JWT_HEADER_MAX = 2048;
 
+/** `"alg"` in base64url at each of the three alignments it can have in a header. */
+const ALG = ['ImFsZy', 'JhbGci', 'iYWxnI'];
+
 function isJwtHeader(s: string, start: number, end: number): boolean {
   if (end - start > JWT_HEADER_MAX) return false;
+  const header = s.slice(start, end);
+  if (!ALG.some((alg) => header.includes(alg))) return false;
   try {
-    const header: unknown = JSON.parse(Buffer.from(s.slice(start, end), 'base64url').toString());
+    const parsed: unknown = JSON.parse(Buffer.from(header, 'base64url').toString());
     return (
-      typeof header === 'object' &&
-      header !== null &&
-      typeof (header as { alg?: unknown }).alg === 'string'
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      typeof (parsed as { alg?: unknown }).alg === 'string'
     );
   } catch {
     return false;
@@ -262,15 +296,14 @@ function isJwtHeader(s: string, start: number, end: number): boolean {
  */
 const jwt: RuleCheck = (scan, at) => {
   const s = scan.s;
-  if (glued(scan, at, (c) => isBase64UrlChar(c) || c === 0x2e)) return at + 1;
-  const header = runEnd(s, at, isBase64UrlChar);
+  const header = runOf(s, at, BASE64URL);
   if (s.charCodeAt(header) !== 0x2e) return header;
-  const payload = runEnd(s, header + 1, isBase64UrlChar);
+  const payload = runOf(s, header + 1, BASE64URL);
   if (payload === header + 1 || s.charCodeAt(payload) !== 0x2e) return payload;
-  let end = runEnd(s, payload + 1, isBase64UrlChar);
+  let end = runOf(s, payload + 1, BASE64URL);
   for (let segments = 3; segments < 5; segments++) {
     if (s.charCodeAt(end) !== 0x2e || !isBase64UrlChar(s.charCodeAt(end + 1))) break;
-    end = runEnd(s, end + 1, isBase64UrlChar);
+    end = runOf(s, end + 1, BASE64URL);
   }
   if (isJwtHeader(s, at, header)) scan.hit(at, end);
   return end;
@@ -279,18 +312,16 @@ const jwt: RuleCheck = (scan, at) => {
 // ---- vendor tokens with a fixed prefix -----------------------------------------------------------
 
 /**
- * A token made of its anchor (kept readable) and a body of `body` characters, refused when glued
- * to a `glue` character before it or when `accept` refuses its body `s[start, end)`.
+ * A token made of its anchor (kept readable) and a run of `body` characters, redacted unless
+ * `accept` refuses the run `s[start, end)`.
  */
 function prefixed(
-  glue: (c: number) => boolean,
-  body: (c: number) => boolean,
+  body: CharClass,
   accept: (s: string, start: number, end: number) => boolean,
 ): RuleCheck {
   return (scan, at, length) => {
-    if (glued(scan, at, glue)) return at + 1;
     const start = at + length;
-    const end = runEnd(scan.s, start, body);
+    const end = runOf(scan.s, start, body);
     if (accept(scan.s, start, end)) scan.hit(start, end);
     return Math.max(end, at + 1);
   };
@@ -303,17 +334,9 @@ function hasDigit(s: string, start: number, end: number): boolean {
   return false;
 }
 
-function isUpperOrDigit(c: number): boolean {
-  return isUpper(c) || isDigit(c);
-}
-
-function isGitLabChar(c: number): boolean {
-  return isBase64UrlChar(c) || c === 0x2e;
-}
-
-function isSlackChar(c: number): boolean {
-  return isAlnum(c) || c === 0x2d;
-}
+const UPPER_OR_DIGIT = charClass((c) => isUpper(c) || isDigit(c));
+const GITLAB = charClass((c) => isBase64UrlChar(c) || c === 0x2e);
+const SLACK = charClass((c) => isAlnum(c) || c === 0x2d);
 
 /** Longest run without `-` or `_` that this many characters long must mix character classes. */
 const SK_SEGMENT_MIN = 12;
@@ -348,58 +371,63 @@ function isKeyMaterial(s: string, start: number, end: number): boolean {
  * standing alone.
  */
 const awsKeyId = prefixed(
-  isAlnum,
-  isUpperOrDigit,
+  UPPER_OR_DIGIT,
   (s, start, end) => end - start === 16 && !isAlnum(s.charCodeAt(end)),
 );
 
-/** The rules anchored on a literal, by detector (the `=` / `:` rule is in secret-pairs.ts). */
+/**
+ * The rules anchored on a literal, by detector (the `=` / `:` rule is in secret-pairs.ts). A
+ * token standing alone is not glued to the word before it: `notAfter` holds the characters that
+ * glue it (its own alphabet, mostly), so `risk-free`, `task-…` and `myghp_…` are no candidates.
+ */
 export const TOKEN_RULES: Partial<Record<SecretDetector, readonly Rule[]>> = {
   'http-auth': [
-    { anchors: ['Bearer', 'BEARER'], check: bearer },
-    { anchors: ['Basic', 'BASIC'], check: basic },
-    { anchors: ['-u ', '--user'], check: curlUser },
+    { anchors: ['Bearer', 'BEARER'], notAfter: LETTER, check: bearer },
+    { anchors: ['Basic', 'BASIC'], notAfter: LETTER, check: basic },
+    // `-u` is an argument of its own
+    { anchors: ['-u ', '--user'], notAfter: NOT_SPACE, check: curlUser },
   ],
-  password: [{ anchors: ['--pass'], check: passwordFlag }],
+  password: [{ anchors: ['--pass'], notAfter: FLAG_WORD, check: passwordFlag }],
   'private-key': [{ anchors: [BEGIN], check: privateKey }],
-  jwt: [{ anchors: ['eyJ'], check: jwt }],
-  aws: [{ anchors: ['AKIA', 'ASIA'], check: awsKeyId }],
+  jwt: [{ anchors: ['eyJ'], notAfter: BASE64URL_OR_DOT, check: jwt }],
+  aws: [{ anchors: ['AKIA', 'ASIA'], notAfter: ALNUM, check: awsKeyId }],
   github: [
     {
       anchors: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'],
-      check: prefixed(isWordChar, isAlnum, atLeast(30)),
+      notAfter: WORD,
+      check: prefixed(ALNUM, atLeast(30)),
     },
-    { anchors: ['github_pat_'], check: prefixed(isWordChar, isWordChar, atLeast(22)) },
+    { anchors: ['github_pat_'], notAfter: WORD, check: prefixed(WORD, atLeast(22)) },
   ],
   gitlab: [
     {
       anchors: ['glpat-', 'gldt-', 'glrt-', 'glptt-'],
-      check: prefixed(isBase64UrlChar, isGitLabChar, atLeast(20)),
+      notAfter: BASE64URL,
+      check: prefixed(GITLAB, atLeast(20)),
     },
   ],
   slack: [
     {
       anchors: ['xoxb-', 'xoxp-', 'xoxa-', 'xoxr-', 'xoxs-', 'xoxe-', 'xapp-'],
-      check: prefixed(
-        isWordChar,
-        isSlackChar,
-        (s, start, end) => end - start >= 10 && hasDigit(s, start, end),
-      ),
+      notAfter: WORD,
+      check: prefixed(SLACK, (s, start, end) => end - start >= 10 && hasDigit(s, start, end)),
     },
   ],
   stripe: [
     {
       anchors: ['sk_live_', 'rk_live_', 'sk_test_', 'rk_test_', 'whsec_'],
-      check: prefixed(isWordChar, isAlnum, atLeast(16)),
+      notAfter: WORD,
+      check: prefixed(ALNUM, atLeast(16)),
     },
   ],
   'llm-api-key': [
-    { anchors: ['sk-'], check: prefixed(isBase64UrlChar, isBase64UrlChar, isKeyMaterial) },
+    { anchors: ['sk-'], notAfter: BASE64URL, check: prefixed(BASE64URL, isKeyMaterial) },
   ],
   'google-api-key': [
     {
       anchors: ['AIza'],
-      check: prefixed(isBase64UrlChar, isBase64UrlChar, (_, start, end) => end - start === 35),
+      notAfter: BASE64URL,
+      check: prefixed(BASE64URL, (_, start, end) => end - start === 35),
     },
   ],
 };

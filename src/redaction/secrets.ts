@@ -11,6 +11,7 @@
  * by a JavaScript loop instead, which costs the same per character whatever it finds.
  */
 
+import { type CharClass, charClass } from './chars.js';
 import { pairRule } from './secret-pairs.js';
 import { type Rule, Scan, SECRET_DETECTORS, type SecretDetector } from './secret-scan.js';
 import { TOKEN_RULES } from './secret-tokens.js';
@@ -34,7 +35,7 @@ const MIN_LENGTH = 5;
 const NO_RANGES: number[] = [];
 /** When DENSE_HITS anchors come within DENSE_HITS × DENSE_GAP characters, the loop takes over. */
 const DENSE_HITS = 32;
-const DENSE_GAP = 16;
+const DENSE_GAP = 32;
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
@@ -66,6 +67,19 @@ export function alternation(literals: readonly string[]): string {
   return parts.join('|');
 }
 
+/**
+ * Whether the anchor at `at` follows a character of `glue`. A JSON escape (`\n`, `\t`, `\"` …)
+ * is a boundary: in JSON text a token may follow one.
+ */
+function glued(s: string, at: number, glue: CharClass): boolean {
+  if (at === 0) return false;
+  const c = s.charCodeAt(at - 1);
+  if (!(c < 128 ? glue.ascii[c] === 1 : glue.others)) return false;
+  return !(at >= 2 && s.charCodeAt(at - 2) === 0x5c && JSON_ESCAPE.ascii[c] === 1);
+}
+
+const JSON_ESCAPE = charClass((c) => 'nrtbf"/\\'.includes(String.fromCharCode(c)));
+
 /** Compiles the enabled detectors, or returns undefined when none is. */
 export function compileSecrets(enabled: readonly SecretDetector[]): SecretScanner | undefined {
   const on = new Set(enabled);
@@ -87,6 +101,10 @@ class Scanner implements SecretScanner {
   /** Anchor indexes by first character, for the loop; by last character, longest first. */
   private readonly byFirst: (number[] | undefined)[] = new Array(128);
   private readonly byLast: (number[] | undefined)[] = new Array(128);
+  /** For the loop: the anchors starting with the characters `c` `d`, at `c * 128 + d`. */
+  private readonly byPair: (number[] | undefined)[] = new Array(128 * 128);
+  /** For the loop: the one-character anchor of each character, or -1. */
+  private readonly single = new Int16Array(128).fill(-1);
   private readonly pattern: RegExp;
   /** Per rule, the position before which it is not asked again (reset per scan). */
   private readonly next: Int32Array;
@@ -101,6 +119,11 @@ class Scanner implements SecretScanner {
         this.ruleOf.push(r);
         const first = anchor.charCodeAt(0);
         this.byFirst[first] = [...(this.byFirst[first] ?? []), i];
+        if (anchor.length === 1) this.single[first] = i;
+        else {
+          const pair = first * 128 + anchor.charCodeAt(1);
+          this.byPair[pair] = [...(this.byPair[pair] ?? []), i];
+        }
         const last = anchor.charCodeAt(anchor.length - 1);
         this.byLast[last] = [...(this.byLast[last] ?? []), i].sort(
           (x, y) => this.anchors[y]!.length - this.anchors[x]!.length,
@@ -168,32 +191,52 @@ class Scanner implements SecretScanner {
     throw new Error('unreachable: the pattern matched no anchor');
   }
 
-  /** `run`'s loop in JavaScript, for text dense with anchors: no call per anchor found. */
+  /**
+   * `run`'s loop in JavaScript, for text dense with anchors: no call per anchor found, and only
+   * the anchors that start with the two characters at a position are compared there.
+   */
   private walk(scan: Scan, from: number, first: number): number {
     const s = scan.s;
-    const anchors = this.anchors;
-    for (let at = from; at < s.length; at++) {
+    const { byPair, single } = this;
+    const last = s.length - 1;
+    for (let at = from; at <= last; at++) {
       const c = s.charCodeAt(at);
-      const candidates = c < 128 ? this.byFirst[c] : undefined;
-      if (candidates === undefined) continue;
-      for (const i of candidates) {
-        if (!s.startsWith(anchors[i]!, at)) continue;
-        if (this.visit(scan, at, i) && first < 0) {
-          first = at;
-          if (scan.loose) return first;
-        }
-        break;
+      if (c >= 128) continue;
+      let i = single[c]!;
+      if (i < 0) {
+        const d = at < last ? s.charCodeAt(at + 1) : 0;
+        const candidates = d < 128 ? byPair[c * 128 + d] : undefined;
+        if (candidates === undefined) continue;
+        i = this.matching(s, at, candidates);
+        if (i < 0) continue;
+      }
+      if (this.visit(scan, at, i) && first < 0) {
+        first = at;
+        if (scan.loose) return first;
       }
     }
     return first;
+  }
+
+  /** The one of `candidates` (anchors whose first two characters are at `at`) found at `at`. */
+  private matching(s: string, at: number, candidates: number[]): number {
+    for (const i of candidates) {
+      const anchor = this.anchors[i]!;
+      let k = 2;
+      while (k < anchor.length && s.charCodeAt(at + k) === anchor.charCodeAt(k)) k++;
+      if (k === anchor.length) return i;
+    }
+    return -1;
   }
 
   /** Asks the rule of anchor `i` about `at` (unless it already read past it); true if it found. */
   private visit(scan: Scan, at: number, i: number): boolean {
     const r = this.ruleOf[i]!;
     if (at < this.next[r]!) return false;
+    const rule = this.rules[r]!;
+    if (rule.notAfter !== undefined && glued(scan.s, at, rule.notAfter)) return false;
     const before = scan.found;
-    this.next[r] = Math.max(at + 1, this.rules[r]!.check(scan, at, this.anchors[i]!.length));
+    this.next[r] = Math.max(at + 1, rule.check(scan, at, this.anchors[i]!.length));
     return !before && scan.found;
   }
 }

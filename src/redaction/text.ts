@@ -129,22 +129,34 @@ export function replaceRanges(s: string, ranges: number[]): string {
   if (ranges.length === 0) return s;
   // One match is the common case: no pairs to build and sort.
   if (ranges.length === 2) return s.slice(0, ranges[0]) + REDACTED + s.slice(ranges[1]);
-  const pairs: [number, number][] = [];
-  for (let i = 0; i + 1 < ranges.length; i += 2) pairs.push([ranges[i]!, ranges[i + 1]!]);
-  pairs.sort((a, b) => a[0] - b[0]);
-  let out = '';
+  const sorted = startsInOrder(ranges) ? ranges : sortedRanges(ranges);
+  const parts: string[] = [];
   let at = 0;
-  let start = pairs[0]![0];
-  let end = pairs[0]![1];
-  for (let i = 1; i <= pairs.length; i++) {
-    const next = pairs[i];
-    if (next !== undefined && next[0] <= end) {
-      end = Math.max(end, next[1]);
+  let start = sorted[0]!;
+  let end = sorted[1]!;
+  for (let i = 2; i <= sorted.length; i += 2) {
+    if (i < sorted.length && sorted[i]! <= end) {
+      end = Math.max(end, sorted[i + 1]!);
       continue;
     }
-    out += s.slice(at, start) + REDACTED;
+    parts.push(s.slice(at, start), REDACTED);
     at = end;
-    if (next !== undefined) [start, end] = next;
+    start = sorted[i]!;
+    end = sorted[i + 1]!;
   }
-  return out + s.slice(at);
+  parts.push(s.slice(at));
+  return parts.join('');
+}
+
+/** Whether the ranges' starts never go back (one rule's ranges usually come in order). */
+function startsInOrder(ranges: number[]): boolean {
+  for (let i = 2; i < ranges.length; i += 2) if (ranges[i]! < ranges[i - 2]!) return false;
+  return true;
+}
+
+function sortedRanges(ranges: number[]): number[] {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i + 1 < ranges.length; i += 2) pairs.push([ranges[i]!, ranges[i + 1]!]);
+  pairs.sort((x, y) => x[0] - y[0]);
+  return pairs.flat();
 }
