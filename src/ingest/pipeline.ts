@@ -18,6 +18,7 @@ import type { DecodedSpans, RejectedSpan } from './types.js';
 /** What the pipeline needs of redaction (src/redaction's Redactor fits it). */
 export interface SpanRedactor {
   redactSpans(spans: Span[]): Span[];
+  redactSpansInSlices(spans: Span[], pause: () => Promise<void>): Promise<Span[]>;
   redactLabels(labels: Record<string, string>): Record<string, string>;
 }
 
@@ -52,6 +53,11 @@ export interface IngestDeps {
   observer?: IngestObserver;
 }
 
+/** Lets timers and I/O (other requests, health checks) run before going on. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export class IngestService {
   constructor(private readonly deps: IngestDeps) {}
 
@@ -67,7 +73,8 @@ export class IngestService {
     };
     if (decoded.spans.length === 0) return base;
 
-    const spans = this.deps.redactor.redactSpans(decoded.spans);
+    // In slices: a request of megabytes of text must not hold the event loop while it is scanned.
+    const spans = await this.deps.redactor.redactSpansInSlices(decoded.spans, nextTurn);
     const labels = this.deps.redactor.redactLabels(target.labels);
     const byTrace = new Map<string, Span[]>();
     for (const span of spans) {

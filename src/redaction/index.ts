@@ -15,6 +15,7 @@ export {
   MAX_DEPTH,
   type RedactionConfig,
   type Redactor,
+  SLICE_CHARS,
 } from './redactor.js';
 export { SECRET_DETECTORS, type SecretDetector } from './secrets.js';
 export { REDACTED } from './text.js';

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { type Attributes, isTouchstoneError, type Span } from '../core/index.js';
-import { compileRedaction, MAX_DEPTH, REDACTED, type RedactionConfig } from './index.js';
+import {
+  compileRedaction,
+  MAX_DEPTH,
+  REDACTED,
+  type RedactionConfig,
+  SLICE_CHARS,
+} from './index.js';
 
 function span(over: Partial<Span> = {}): Span {
   return {
@@ -286,6 +292,44 @@ describe('spans', () => {
     const out = r.redactSpans(spans);
     expect(out).not.toBe(spans);
     expect(out[0]).toBe(spans[0]);
+  });
+});
+
+describe('spans in slices', () => {
+  const r = compileRedaction({});
+  const big = (i: number) =>
+    span({
+      spanId: `00f067aa0ba902${String(i).padStart(2, '0')}`,
+      attributes: { 'input.value': `${'word '.repeat(SLICE_CHARS / 10)} Bearer tok${i}en123` },
+    });
+
+  it('gives what redactSpans gives, pausing about every SLICE_CHARS characters read', async () => {
+    const spans = [0, 1, 2, 3, 4, 5].map(big);
+    let pauses = 0;
+    const out = await r.redactSpansInSlices(spans, async () => {
+      pauses++;
+    });
+    expect(out).toEqual(r.redactSpans(spans));
+    expect(out[0]!.attributes['input.value']).toMatch(/Bearer \[REDACTED\]$/);
+    expect(pauses).toBeGreaterThanOrEqual(2);
+    expect(pauses).toBeLessThanOrEqual(3);
+  });
+
+  it('does not pause for small requests, and shares a resource across slices', async () => {
+    let pauses = 0;
+    const pause = async () => {
+      pauses++;
+    };
+    const small = [span(), span({ spanId: '00f067aa0ba902b8' })];
+    await r.redactSpansInSlices(small, pause);
+    expect(pauses).toBe(0);
+    const resource = { 'service.name': 'agent', password: 'x' };
+    const out = await r.redactSpansInSlices(
+      [0, 1, 2, 3, 4, 5].map((i) => ({ ...big(i), resource })),
+      pause,
+    );
+    expect(pauses).toBeGreaterThan(0);
+    expect(new Set(out.map((o) => o.resource)).size).toBe(1);
   });
 });
 

@@ -50,6 +50,12 @@ export interface Redactor {
    * nothing to redact are returned as they are.
    */
   redactSpans(spans: readonly Span[]): Span[];
+  /**
+   * `redactSpans`, awaiting `pause()` between spans whenever SLICE_CHARS characters of text were
+   * read since the last pause: a request of megabytes then does not hold the event loop while
+   * its text is scanned.
+   */
+  redactSpansInSlices(spans: readonly Span[], pause: () => Promise<void>): Promise<Span[]>;
   /** Key rules on every key at any depth, value rules on every string, bytes dropped. */
   redactAttributes(attributes: Attributes): Attributes;
   /**
@@ -67,6 +73,9 @@ export interface Redactor {
 /** Nesting (objects, arrays, JSON inside strings) deeper than this is replaced whole. */
 export const MAX_DEPTH = 64;
 
+/** Characters of text `redactSpansInSlices` reads between two pauses (a few ms of scanning). */
+export const SLICE_CHARS = 32 * 1024;
+
 const CLEAN_CACHE_MAX = 8192;
 const CLEAN_CACHE_MAX_LENGTH = 256;
 const CONFIG_PATH = 'traces.redaction';
@@ -76,6 +85,7 @@ type Walked = unknown | typeof DROP;
 const PASS_THROUGH: Redactor = {
   enabled: false,
   redactSpans: (spans) => spans as Span[],
+  redactSpansInSlices: async (spans) => spans as Span[],
   redactAttributes: (attributes) => attributes,
   redactText: (text) => text,
   redactJson: (value) => value,
@@ -207,6 +217,8 @@ class Engine implements Redactor {
   private readonly clean = new Set<string>();
   /** Matches text that may hold a redacted key (for skipping JSON.parse); undefined: any may. */
   private readonly keyHint: RegExp | undefined;
+  /** Characters of string values read so far (what `redactSpansInSlices` measures slices in). */
+  private read = 0;
 
   constructor(
     private readonly keys: KeyMatcher,
@@ -221,38 +233,51 @@ class Engine implements Redactor {
 
   redactSpans(spans: readonly Span[]): Span[] {
     const resources = new Map<Attributes, Attributes>();
+    return spans.map((span) => this.span(span, resources));
+  }
+
+  async redactSpansInSlices(spans: readonly Span[], pause: () => Promise<void>): Promise<Span[]> {
+    const resources = new Map<Attributes, Attributes>();
     const out: Span[] = new Array(spans.length);
+    let sliceStart = this.read;
     for (let i = 0; i < spans.length; i++) {
-      const span = spans[i]!;
-      let resource = resources.get(span.resource);
-      if (resource === undefined) {
-        resource = this.redactAttributes(span.resource);
-        resources.set(span.resource, resource);
-      }
-      const attributes = this.redactAttributes(span.attributes);
-      const events = this.mapEvents(span.events);
-      const links = this.mapLinks(span.links);
-      const message = this.redactText(span.status.message);
-      if (
-        resource === span.resource &&
-        attributes === span.attributes &&
-        events === span.events &&
-        links === span.links &&
-        message === span.status.message
-      ) {
-        out[i] = span;
-      } else {
-        out[i] = {
-          ...span,
-          resource,
-          attributes,
-          events,
-          links,
-          status: message === span.status.message ? span.status : { ...span.status, message },
-        };
+      out[i] = this.span(spans[i]!, resources);
+      if (this.read - sliceStart >= SLICE_CHARS) {
+        await pause();
+        sliceStart = this.read;
       }
     }
     return out;
+  }
+
+  /** One span redacted; each distinct resource object is redacted once per call (`resources`). */
+  private span(span: Span, resources: Map<Attributes, Attributes>): Span {
+    let resource = resources.get(span.resource);
+    if (resource === undefined) {
+      resource = this.redactAttributes(span.resource);
+      resources.set(span.resource, resource);
+    }
+    const attributes = this.redactAttributes(span.attributes);
+    const events = this.mapEvents(span.events);
+    const links = this.mapLinks(span.links);
+    const message = this.redactText(span.status.message);
+    if (
+      resource === span.resource &&
+      attributes === span.attributes &&
+      events === span.events &&
+      links === span.links &&
+      message === span.status.message
+    ) {
+      return span;
+    }
+    return {
+      ...span,
+      resource,
+      attributes,
+      events,
+      links,
+      status: message === span.status.message ? span.status : { ...span.status, message },
+    };
   }
 
   redactAttributes(attributes: Attributes): Attributes {
@@ -261,6 +286,7 @@ class Engine implements Redactor {
 
   redactText(text: string): string {
     if (text === '') return text;
+    this.read += text.length;
     const parsed = this.jsonOf(text);
     if (parsed !== undefined) return this.fromJson(text, parsed, 0);
     return this.freeText(text);
@@ -362,6 +388,7 @@ class Engine implements Redactor {
 
   /** A string value: JSON inside is redacted as JSON, other text gets the value rules. */
   private string(s: string, depth: number): string {
+    this.read += s.length;
     if (s.length < 2) return this.values.active ? this.plain(s) : s;
     const c = s.charCodeAt(0);
     if (isJsonStart(c) || isSpace(c)) {
