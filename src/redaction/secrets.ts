@@ -45,7 +45,7 @@ function escapeRegExp(s: string): string {
  * An alternation of `literals`, factored by common first characters (`g(?:hp_|lpat-)`): the
  * regular expression engine then tests each first character once per position.
  */
-export function alternation(literals: readonly string[]): string {
+function alternation(literals: readonly string[]): string {
   const groups = new Map<string, string[]>();
   for (const literal of literals) {
     const rest = groups.get(literal[0]!) ?? [];
@@ -56,7 +56,7 @@ export function alternation(literals: readonly string[]): string {
   for (const [first, rests] of groups) {
     const tails = rests.filter((r) => r !== '');
     if (tails.length < rests.length) {
-      // One literal ends here: no literal may be a prefix of another (checked at compile).
+      // One literal ends here: no literal may be a prefix of another (secrets.test.ts checks).
       parts.push(escapeRegExp(first));
     } else if (tails.length === 1) {
       parts.push(escapeRegExp(first + tails[0]!));
@@ -98,8 +98,7 @@ class Scanner implements SecretScanner {
   /** Every anchor, and the rule (index into `rules`) of each. */
   private readonly anchors: string[] = [];
   private readonly ruleOf: number[] = [];
-  /** Anchor indexes by first character, for the loop; by last character, longest first. */
-  private readonly byFirst: (number[] | undefined)[] = new Array(128);
+  /** Anchor indexes by last character, longest first (the pattern's matches end there). */
   private readonly byLast: (number[] | undefined)[] = new Array(128);
   /** For the loop: the anchors starting with the characters `c` `d`, at `c * 128 + d`. */
   private readonly byPair: (number[] | undefined)[] = new Array(128 * 128);
@@ -118,7 +117,6 @@ class Scanner implements SecretScanner {
         const i = this.anchors.push(anchor) - 1;
         this.ruleOf.push(r);
         const first = anchor.charCodeAt(0);
-        this.byFirst[first] = [...(this.byFirst[first] ?? []), i];
         if (anchor.length === 1) this.single[first] = i;
         else {
           const pair = first * 128 + anchor.charCodeAt(1);
