@@ -1,11 +1,14 @@
 /**
- * OTLP ingest over HTTP with protobuf bodies, redaction on (defaults + every PII detector), into
- * SQLite and (when TOUCHSTONE_TEST_PG or TOUCHSTONE_BENCH_PG is set) PostgreSQL. Prints spans/s
- * stored (the answer comes only after the spans are durable), p95 request latency and CPU per
- * span; then the same on SQLite against the compiled server in its own process: spans/s, its CPU
- * per span (main thread, all threads) and its peak RSS. CPU per span is the figure to compare on a
- * shared machine: spans/s moves with the load average, which every line prints.
- * Budget: ≥ 30k spans/s on SQLite, ≥ 20k on PostgreSQL (2 cores), server RSS ≤ 300 MB.
+ * OTLP ingest over HTTP with protobuf bodies, redaction on (defaults, so every secret detector, +
+ * every PII detector), into SQLite and (when TOUCHSTONE_TEST_PG or TOUCHSTONE_BENCH_PG is set)
+ * PostgreSQL. Prints spans/s stored (the answer comes only after the spans are durable), p95
+ * request latency and CPU per span; then the same on SQLite against the compiled server in its own
+ * process: spans/s, its CPU per span (main thread, all threads) and its peak RSS. CPU per span is
+ * the figure to compare on a shared machine: spans/s moves with the load average, which every
+ * line prints. Then the cost of the secret detectors: SQLite runs with them off and on,
+ * alternately (BENCH_SECRETS_ROUNDS pairs, default 3; 0 skips), compared by their medians.
+ * Budget: ≥ 30k spans/s on SQLite, ≥ 20k on PostgreSQL (2 cores), server RSS ≤ 300 MB; the
+ * secret detectors cost ≤ 15% of ingest.
  *
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
@@ -28,6 +31,8 @@ const TOTAL_SPANS = Number(process.env.BENCH_SPANS ?? 400_000);
 const TRACES_PER_REQUEST = 50;
 const PHOENIX_SPANS = Number(process.env.BENCH_PHOENIX_SPANS ?? 5000);
 const IN_FLIGHT = 4;
+const SECRETS_ROUNDS = Number(process.env.BENCH_SECRETS_ROUNDS ?? 3);
+const PII = ['email', 'us-ssn', 'credit-card', 'phone'];
 /** Writes a V8 CPU profile of the timed section (main thread) to this path prefix when set. */
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 
@@ -161,11 +166,27 @@ function buildPayload(totalSpans: number): Payload {
   return { bodies, spansPerBody: TRACES_PER_REQUEST * spansPerTrace };
 }
 
+interface Measured {
+  spansPerSecond: number;
+  /** CPU of this process (server and client) per 1k spans while the requests ran. */
+  cpuMsPer1k: number;
+  /** The same, main thread only (where redaction runs; completion's worker left out). */
+  mainMsPer1k: number;
+}
+
+interface RunOptions {
+  /** `traces.redaction.secrets` (default true). */
+  secrets?: boolean;
+  /** Wait for (and report) trace completion after the last answer (default true). */
+  completion?: boolean;
+}
+
 async function run(
   label: string,
   store: Record<string, unknown>,
   payload: Payload,
-): Promise<number> {
+  { secrets = true, completion = true }: RunOptions = {},
+): Promise<Measured> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-ingest-'));
   const config = loadConfig({
     overrides: {
@@ -174,7 +195,7 @@ async function run(
       log_level: 'silent',
       store,
       limits: { max_body_bytes: 64 * 1024 * 1024 },
-      traces: { redaction: { pii: ['email', 'us-ssn', 'credit-card', 'phone'] } },
+      traces: { redaction: { pii: PII, secrets } },
     },
   });
   const app = await createApp(config, {
@@ -230,6 +251,7 @@ async function run(
           .map((l) => fmt(l, 1))
           .join(' ')}`,
     );
+    if (!completion) return { spansPerSecond: spanCount / secs, cpuMsPer1k, mainMsPer1k };
     // Completion runs off the request path (a worker thread); report how far behind it was.
     while ((await app.store.traces.countOpen()) > 0 && performance.now() - tEnd < 120_000) {
       await new Promise((r) => setTimeout(r, 100));
@@ -239,7 +261,7 @@ async function run(
       `${label}: ${(await app.store.traces.countOpen()) === 0 ? 'all' : 'NOT all'} traces completed ${fmt((performance.now() - tEnd) / 1000, 1)} s after the last answer ` +
         `(completion grace ${config.traces.completion_grace} ms); CPU incl. completion ${fmt(((cpuAll.user + cpuAll.system) / 1000 / spanCount) * 1000, 1)} ms per 1k spans`,
     );
-    return spanCount / secs;
+    return { spansPerSecond: spanCount / secs, cpuMsPer1k, mainMsPer1k };
   } finally {
     await app.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -333,9 +355,39 @@ async function runServerProcess(payload: Payload): Promise<void> {
   }
 }
 
+/**
+ * The secret detectors' cost: SQLite runs with them off and on, alternately (the host's load
+ * drifts), without waiting for completion, compared by the medians of main-thread CPU per span
+ * (the steadiest figure: redaction runs there, completion does not), of process CPU per span and
+ * of spans/s.
+ */
+async function compareSecrets(payload: Payload): Promise<void> {
+  const off: Measured[] = [];
+  const on: Measured[] = [];
+  for (let round = 0; round < SECRETS_ROUNDS; round++) {
+    const store = { driver: 'sqlite' };
+    off.push(
+      await run('SQLite, secret detectors off', store, payload, {
+        secrets: false,
+        completion: false,
+      }),
+    );
+    on.push(await run('SQLite, secret detectors on', store, payload, { completion: false }));
+  }
+  const change = (f: (m: Measured) => number) => {
+    const before = percentile(off.map(f), 50);
+    const after = percentile(on.map(f), 50);
+    return `${fmt(before, 1)} → ${fmt(after, 1)} (${after >= before ? '+' : ''}${fmt(((after - before) / before) * 100, 1)}%)`;
+  };
+  console.log(
+    `secret detectors (medians of ${SECRETS_ROUNDS} alternating runs each, off → on): main-thread CPU ${change((m) => m.mainMsPer1k)} ms per 1k spans, ` +
+      `process CPU ${change((m) => m.cpuMsPer1k)} ms per 1k spans, spans/s ${change((m) => m.spansPerSecond)}; budget: at most 15% of ingest`,
+  );
+}
+
 export async function main(): Promise<void> {
   const payload = buildPayload(TOTAL_SPANS);
-  const sqlite = await run('SQLite', { driver: 'sqlite' }, payload);
+  const sqlite = (await run('SQLite', { driver: 'sqlite' }, payload)).spansPerSecond;
   await runServerProcess(payload);
   const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
   if (pg === undefined)
@@ -343,6 +395,7 @@ export async function main(): Promise<void> {
       'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL of an empty database)',
     );
   else await run('PostgreSQL', { driver: 'postgres', url: pg }, payload);
+  if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
 
   // The peer: Arize Phoenix on the same payload. It stores ~50 spans/s here, so it gets a slice
   // (BENCH_PHOENIX_SPANS, default 5000); rates are per second, so they compare.

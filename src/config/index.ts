@@ -15,4 +15,5 @@ export {
   CredentialRefSchema,
   type JudgeConfig,
   JudgeConfigSchema,
+  SECRET_DETECTOR_NAMES,
 } from './schema.js';

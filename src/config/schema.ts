@@ -114,6 +114,26 @@ export type JudgeConfig = z.infer<typeof JudgeConfigSchema>;
 /** A retention: a duration, or `0` (also unquoted in YAML) for "keep forever". */
 const RetentionSchema = z.union([z.literal(0), durationMs]);
 
+/**
+ * `SECRET_DETECTORS` of src/redaction (config may not import it; a test there checks the two
+ * lists are the same).
+ */
+export const SECRET_DETECTOR_NAMES = [
+  'http-auth',
+  'password',
+  'url-userinfo',
+  'url-query',
+  'private-key',
+  'jwt',
+  'aws',
+  'github',
+  'gitlab',
+  'slack',
+  'stripe',
+  'llm-api-key',
+  'google-api-key',
+] as const;
+
 export const ConfigSchema = z
   .strictObject({
     /** HOST:PORT the server listens on. */
@@ -186,6 +206,13 @@ export const ConfigSchema = z
             patterns: z.array(z.string().min(1)).default([]),
             /** PII detectors to enable (none by default). */
             pii: z.array(z.enum(['email', 'us-ssn', 'credit-card', 'phone'])).default([]),
+            /** Built-in secret detectors: true (all, the default), false, or all but `disabled`. */
+            secrets: z
+              .union([
+                z.boolean(),
+                z.strictObject({ disabled: z.array(z.enum(SECRET_DETECTOR_NAMES)).default([]) }),
+              ])
+              .default(true),
             /** Opt out of all redaction. */
             disabled: z.boolean().default(false),
           })

@@ -28,6 +28,7 @@ export interface SpanRedactor {
   redactSpans(spans: Span[]): Span[];
   /** What `redactSpans` does to each event's attributes (log events get the same). */
   redactAttributes(attributes: Attributes): Attributes;
+  redactSpansInSlices(spans: Span[], pause: () => Promise<void>): Promise<Span[]>;
   redactLabels(labels: Record<string, string>): Record<string, string>;
 }
 
@@ -66,6 +67,11 @@ export interface IngestDeps {
   limits?: SpanLimits;
 }
 
+/** Lets timers and I/O (other requests, health checks) run before going on. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export class IngestService {
   /** `traces.limits`: the OTLP route hands them to the decoders too (see DecodeOptions.limits). */
   readonly limits: SpanLimits;
@@ -89,7 +95,8 @@ export class IngestService {
     // Decoders given the limits dropped what was over the counts already; this cuts the keys and
     // names, and holds spans decoded without limits to them.
     const limited = limitSpans(decoded.spans, this.limits);
-    const spans = this.deps.redactor.redactSpans(limited);
+    // In slices: a request of megabytes of text must not hold the event loop while it is scanned.
+    const spans = await this.deps.redactor.redactSpansInSlices(limited, nextTurn);
     const labels = this.deps.redactor.redactLabels(target.labels);
     const byTrace = new Map<string, Span[]>();
     for (const span of spans) {

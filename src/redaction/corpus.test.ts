@@ -2,7 +2,9 @@
  * Redaction corpus: secrets and PII planted in every position redaction covers must all be gone
  * from the output (searched in its JSON serialization, bytes shown as text), ids must be
  * unchanged, bytes dropped; and a list of look-alikes (token counts, timestamps, ids, versions,
- * dates, mistyped cards …) placed in the same positions must come out verbatim.
+ * dates, mistyped cards, hashes, words that contain `sk-` or `password` …) placed in the same
+ * positions must come out verbatim. Credentials in free text (curl commands, DSNs in stack traces,
+ * headers in log lines, PEM keys, vendor tokens) are caught by the secret detectors, on by default.
  */
 import { describe, expect, it } from 'vitest';
 import type { Attributes, Span } from '../core/index.js';
@@ -48,6 +50,59 @@ const phone = (style: 'nanp' | 'e164' = 'nanp') => {
   return plant(style === 'nanp' ? `(415) 555-${1000 + n}` : `+44 20 7946 ${1000 + n}`);
 };
 const apiKey = () => plant(`sk-SENTINEL${++n}abcdefghijklmnop`);
+
+/** `length` letters and digits of both cases, unique per call (key material the way vendors mint it). */
+function material(length: number): string {
+  const id = `K${++n}`;
+  const fill = 'q7Lm4Xw9Rt2Kp8Vb3Nc6Hd5Jf1Gs0Zy';
+  let out = id;
+  while (out.length < length) out += fill;
+  return out.slice(0, length);
+}
+const secret = (length = 24) => plant(material(length));
+const upperMaterial = (length: number) => plant(material(length).toUpperCase());
+const base64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+const jwt = () =>
+  plant(
+    `${base64url({ alg: 'HS256', typ: 'JWT' })}.${base64url({ sub: `user-${++n}`, exp: 1763712000 })}.${material(43)}`,
+  );
+
+/** Credentials in free text, each where agents and their tools put them. */
+function credentialsInText(): Attributes {
+  const basic = plant(Buffer.from(`deploy:${material(12)}`).toString('base64'));
+  return {
+    'tool.arguments': JSON.stringify({
+      command: `curl -sS -H "Authorization: Bearer ${secret()}" -u deploy:${secret(12)} "https://api.example.com/v1/items?api_key=${secret()}&page=2"`,
+    }),
+    'gen_ai.output.messages': JSON.stringify([
+      {
+        role: 'assistant',
+        tool_calls: [
+          {
+            id: `call_${n}`,
+            function: {
+              name: 'shell',
+              arguments: JSON.stringify({
+                cmd: `curl -H 'Authorization: token ${secret()}' https://x.example.com`,
+              }),
+            },
+          },
+        ],
+      },
+    ]),
+    'exception.stacktrace': `Traceback (most recent call last):\n  File "/app/db.py", line 12, in connect\npsycopg2.OperationalError: could not connect to server: dsn=postgresql://app:${secret(14)}@db.internal:5432/orders\n`,
+    'log.record': `2026-11-21T10:30:00Z INFO POST /v1/charges Authorization: Basic ${basic} took 120ms; retried with Bearer ${jwt()}`,
+    'llm.message': `Here is the deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----\n${secret(60)}\n${secret(60)}\n-----END OPENSSH PRIVATE KEY-----\nKeep it safe.`,
+    'http.url': `https://api.example.com/v1/search?q=paris&api_key=${secret()}&page=2`,
+    'url.full': `https://bucket.s3.amazonaws.com/report.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA${upperMaterial(16)}%2F20261121%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=${secret(64)}`,
+    'config.dump': `[default]\naws_access_key_id = AKIA${upperMaterial(16)}\naws_secret_access_key = ${secret(40)}\n\ndatabase:\n  password: ${secret(10)}\njdbc:sqlserver://db;user=sa;password=${secret(10)};encrypt=true`,
+    'git.remote': `https://x-access-token:ghs_${secret(36)}@github.com/acme/app.git`,
+    'env.dump': `GITHUB_TOKEN=ghp_${secret(36)} GITLAB_TOKEN=glpat-${secret(20)} SLACK_BOT_TOKEN=xoxb-1234-${secret(24)} STRIPE_KEY=sk_live_${secret(24)} OPENAI_API_KEY=sk-proj-${secret(48)} ANTHROPIC_API_KEY=sk-ant-api03-${secret(90)}`,
+    'notify.webhook': `POST https://hooks.slack.com/services/${secret(30)} failed with 404`,
+    'maps.request': `GET https://maps.googleapis.com/maps/api/geocode/json?address=Paris&key=AIza${secret(35)}`,
+    'tool.output': `{"db": {"host": "db", "password": "${secret(12)}", "note": "cut…[truncated 4096 bytes]`,
+  };
+}
 
 /** Free text holding one of each value sentinel. */
 const text = () =>
@@ -98,6 +153,7 @@ function secretAttributes(withBytes = true): Attributes {
       n: 1,
     }),
     'output.value': `{"result":"ok","api_key":"${keySecret()}","mail":"${email()}","cut":"…[truncated 120 bytes]`,
+    ...credentialsInText(),
   };
   if (withBytes) {
     attributes.blob = new TextEncoder().encode(plant(`BYTESSENTINEL${++n}`));
@@ -145,6 +201,23 @@ const LOOK_ALIKES: Attributes = {
   invalid_nanp: '123-456-7890',
   invalid_ssn: '000-12-3456',
   prose: 'The tokenizer counts 1234 tokens; the secretary keeps the token count.',
+  git_sha: '4bf92f3577b34da6a3ce929d0e0e47364bf92f35',
+  sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+  ipv6: '2001:db8::8a2e:370:7334',
+  base64_image:
+    'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  words:
+    'A risk-free, ask-me-anything session on passwordless sign-in; the task-force bypasses the compass. Basic plan, Bearer bonds.',
+  sk_words: 'sk-learn and desk-lamp-2024-edition and task-42-retry',
+  usage_text: 'input_tokens=1234 max_tokens: 512 token_count=7',
+  clean_url: 'https://api.example.com/v1/items?page=2&sort=asc&key=id',
+  url_with_port: 'http://localhost:8080/healthz',
+  shell_pwd: 'PWD=/home/ann/project',
+  certificate: '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----',
+  jwt_like: 'eyJzdWIiOiIxIn0.eyJzdWIiOiIxIn0.c2lnbmF0dXJl',
+  region: 'ASIA PACIFIC (Tokyo), ap-northeast-1',
+  request_id: 'req_8f2c4b1a9d7e6f5a3c2b1d0e',
+  time_of_day: 'departs 07:15, arrives 08:55',
 };
 const LOOK_ALIKE_TEXT = Object.values(LOOK_ALIKES)
   .filter((v): v is string => typeof v === 'string')
@@ -171,7 +244,7 @@ function corpus(): { spans: Span[]; labels: Record<string, string>; record: unkn
     links: [{ traceId: LINKED, spanId: 'b7ad6b7169203331', attributes: secretAttributes() }],
     status: {
       code: 2,
-      message: `failed: password=${keySecret()} Authorization: Bearer ${keySecret()} ${text()} | ${LOOK_ALIKE_TEXT}`,
+      message: `failed: password=${keySecret()} Authorization: Bearer ${keySecret()} ${text()} retried with Bearer ${secret(32)} at postgres://app:${secret(12)}@db/x | ${LOOK_ALIKE_TEXT}`,
     },
     resource,
     scope: { name: 'scope', version: '1.0.0' },

@@ -1,8 +1,9 @@
 /**
  * @module redaction
- * Trace redaction (spec "Redaction rules"): key globs, RE2 value patterns and PII detectors,
- * compiled once from `traces.redaction` and applied to pushed and pulled traces before storage and
- * evaluation, and to connector error text. Pure functions: no I/O, no clock, no logging.
+ * Trace redaction (spec "Redaction rules"): key globs, RE2 value patterns, PII detectors and
+ * secret detectors, compiled once from `traces.redaction` and applied to pushed and pulled traces
+ * before storage and evaluation, and to connector error text (`Redactor.redactText`: the text
+ * rules). Pure functions: no I/O, no clock, no logging.
  * Imports only `core` (and the `re2` package); must not import any other area. docs/redaction.md
  * describes the exact rules.
  */
@@ -14,5 +15,7 @@ export {
   MAX_DEPTH,
   type RedactionConfig,
   type Redactor,
+  SLICE_CHARS,
 } from './redactor.js';
+export { SECRET_DETECTORS, type SecretDetector } from './secrets.js';
 export { REDACTED } from './text.js';

@@ -86,6 +86,56 @@ describe('default key rules', () => {
   });
 });
 
+describe('default key names beyond the spec', () => {
+  it.each([
+    'proxy-authorization',
+    'http.request.header.proxy-authorization',
+    'Proxy-Authorization',
+    'aws_secret_access_key',
+    'AWS_SECRET_ACCESS_KEY',
+    'SecretAccessKey',
+    'secret_access_key',
+    'secret_key',
+    'secretKey',
+    'minio.access_key',
+    'accessKey',
+    'passphrase',
+    'tls.passphrase',
+    'credentials',
+    'aws.credentials',
+    'ssh_private_key',
+    'jwtPrivateKey',
+    'django_secret_key',
+    'DJANGO_SECRET_KEY',
+    'key_passphrase',
+    'keyPassphrase',
+  ])('redacts %s', (key) => {
+    expect(defaults.classify(key)).toBe(KEY_SECRET);
+  });
+
+  it.each([
+    'gen_ai.usage.input_tokens',
+    'max_tokens',
+    'maxTokens',
+    'access_key_id',
+    'AccessKeyId',
+    'private_key_id',
+    'secret_key_ref',
+    'passphrase_hint',
+    'has_credentials',
+    'credentials_url',
+    'credential',
+  ])('keeps %s readable', (key) => {
+    expect(defaults.classify(key)).toBe(KEY_PLAIN);
+  });
+
+  it('lists a literal of every new name for the JSON pre-check', () => {
+    for (const key of ['accessKey', 'ACCESS-KEY', 'passphrase', 'credentials']) {
+      expect(defaults.literals?.some((l) => key.toLowerCase().includes(l))).toBe(true);
+    }
+  });
+});
+
 describe('configured key globs', () => {
   const matcher = compileKeyMatcher(['*_pin', 'Session_ID', 'x-?-sig', 'db.connection_*']);
 

@@ -24,6 +24,15 @@ export const DEFAULT_KEY_NAMES: readonly string[] = [
   'api-key',
   'apikey',
   'private_key',
+  // Beyond the spec's list (docs/redaction.md): names that hold credentials in cloud SDK configs,
+  // HTTP proxies and key files.
+  'proxy-authorization',
+  'aws_secret_access_key',
+  'secret_access_key',
+  'secret_key',
+  'access_key',
+  'passphrase',
+  'credentials',
 ];
 
 /** Endings whose value is always replaced. */
@@ -32,6 +41,11 @@ export const DEFAULT_KEY_SUFFIXES: readonly string[] = [
   '_secret',
   '_password',
   '_api_key',
+  // Beyond the spec's list, as the names above: `ssh_private_key`, `django_secret_key`,
+  // `key_passphrase`.
+  '_private_key',
+  '_secret_key',
+  '_passphrase',
 ];
 
 /** A key's class: an ordinary key, a secret (value replaced) or a trace/span id (value kept). */
@@ -186,6 +200,11 @@ export function compileKeyMatcher(globs: readonly string[]): KeyMatcher {
     'private_key',
     'private-key',
     'privatekey',
+    'access_key',
+    'access-key',
+    'accesskey',
+    'passphrase',
+    'credentials',
   ];
   for (const glob of lowered) {
     const longest = glob.split(/[*?]/).reduce((a, b) => (b.length > a.length ? b : a), '');

@@ -16,17 +16,10 @@
  * So `ORD-415-555-2671`, `v1.2.3+14155552671`, `10.415.555.2671`, UUIDs and hex ids stay.
  */
 import { cardRangesInToken } from './card.js';
+import { isAlnum, isDigit, isLetter, isWordChar } from './chars.js';
 
 export const PII_DETECTORS = ['email', 'us-ssn', 'credit-card', 'phone'] as const;
 export type PiiDetector = (typeof PII_DETECTORS)[number];
-
-function isDigit(c: number): boolean {
-  return c >= 48 && c <= 57;
-}
-
-function isWordChar(c: number): boolean {
-  return isDigit(c) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
-}
 
 function gluedBefore(s: string, start: number): boolean {
   if (start === 0) return false;
@@ -117,15 +110,6 @@ function each(
     from = matchEnd;
     accept(start, from);
   }
-}
-
-function isLetter(c: number): boolean {
-  const lower = c | 0x20;
-  return lower >= 97 && lower <= 122;
-}
-
-function isAlnum(c: number): boolean {
-  return isDigit(c) || isLetter(c);
 }
 
 /** A separator between phone digits: space, `.` or `-`. */

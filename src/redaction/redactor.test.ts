@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { type Attributes, isTouchstoneError, type Span } from '../core/index.js';
-import { compileRedaction, MAX_DEPTH, REDACTED, type RedactionConfig } from './index.js';
+import {
+  compileRedaction,
+  MAX_DEPTH,
+  REDACTED,
+  type RedactionConfig,
+  SLICE_CHARS,
+} from './index.js';
 
 function span(over: Partial<Span> = {}): Span {
   return {
@@ -289,6 +295,44 @@ describe('spans', () => {
   });
 });
 
+describe('spans in slices', () => {
+  const r = compileRedaction({});
+  const big = (i: number) =>
+    span({
+      spanId: `00f067aa0ba902${String(i).padStart(2, '0')}`,
+      attributes: { 'input.value': `${'word '.repeat(SLICE_CHARS / 10)} Bearer tok${i}en123` },
+    });
+
+  it('gives what redactSpans gives, pausing about every SLICE_CHARS characters read', async () => {
+    const spans = [0, 1, 2, 3, 4, 5].map(big);
+    let pauses = 0;
+    const out = await r.redactSpansInSlices(spans, async () => {
+      pauses++;
+    });
+    expect(out).toEqual(r.redactSpans(spans));
+    expect(out[0]!.attributes['input.value']).toMatch(/Bearer \[REDACTED\]$/);
+    expect(pauses).toBeGreaterThanOrEqual(2);
+    expect(pauses).toBeLessThanOrEqual(3);
+  });
+
+  it('does not pause for small requests, and shares a resource across slices', async () => {
+    let pauses = 0;
+    const pause = async () => {
+      pauses++;
+    };
+    const small = [span(), span({ spanId: '00f067aa0ba902b8' })];
+    await r.redactSpansInSlices(small, pause);
+    expect(pauses).toBe(0);
+    const resource = { 'service.name': 'agent', password: 'x' };
+    const out = await r.redactSpansInSlices(
+      [0, 1, 2, 3, 4, 5].map((i) => ({ ...big(i), resource })),
+      pause,
+    );
+    expect(pauses).toBeGreaterThan(0);
+    expect(new Set(out.map((o) => o.resource)).size).toBe(1);
+  });
+});
+
 describe('free text', () => {
   const r = compileRedaction({});
 
@@ -327,6 +371,14 @@ describe('free text', () => {
     const inString = r.redactText(JSON.stringify({ [`${key}_TOKEN`]: 'abc' }));
     expect(inString === JSON.stringify({ [`${key}_TOKEN`]: REDACTED })).toBe(true);
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('reads each pair once: text made of pairs (`password=password=…`) costs linear time', () => {
+    const text = 'password='.repeat(1 << 17); // 1.2 MB; read again per pair, ~10^11 steps
+    const started = process.cpuUsage();
+    expect(r.redactText(text)).toBe(`password=${REDACTED}`);
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(5_000);
   });
 
   it('redacts JSON text as JSON', () => {

@@ -14,6 +14,7 @@ import { isCardNumber } from './card.js';
 import { RedactionErrors } from './error-codes.js';
 import { compileKeyMatcher, globProblem, KEY_ID, KEY_SECRET, type KeyMatcher } from './keys.js';
 import { PII_DETECTORS, type PiiDetector } from './pii.js';
+import { compileSecrets, SECRET_DETECTORS, type SecretDetector } from './secrets.js';
 import {
   collectKeyValues,
   compileValueRules,
@@ -30,6 +31,11 @@ export interface RedactionConfig {
   readonly patterns?: readonly string[];
   /** PII detectors to enable: `email`, `us-ssn`, `credit-card`, `phone`. */
   readonly pii?: readonly string[];
+  /**
+   * The built-in secret detectors: true (the default) for all, false for none, or all but the
+   * `disabled` ones.
+   */
+  readonly secrets?: boolean | { readonly disabled?: readonly string[] };
   /** True opts out of all redaction. */
   readonly disabled?: boolean;
 }
@@ -44,11 +50,18 @@ export interface Redactor {
    * nothing to redact are returned as they are.
    */
   redactSpans(spans: readonly Span[]): Span[];
+  /**
+   * `redactSpans`, awaiting `pause()` between spans whenever SLICE_CHARS characters of text were
+   * read since the last pause: a request of megabytes then does not hold the event loop while
+   * its text is scanned.
+   */
+  redactSpansInSlices(spans: readonly Span[], pause: () => Promise<void>): Promise<Span[]>;
   /** Key rules on every key at any depth, value rules on every string, bytes dropped. */
   redactAttributes(attributes: Attributes): Attributes;
   /**
-   * Free text (status messages, connector errors and logs): value rules and PII detectors, plus
-   * `key=value` / `key: value` pairs whose key is a redacted key. JSON text is redacted as JSON.
+   * Free text (status messages, connector errors and logs): value rules, PII and secret detectors
+   * (the spec's "text rules"), plus `key=value` / `key: value` pairs whose key is a redacted key.
+   * JSON text is redacted as JSON.
    */
   redactText(text: string): string;
   /** JSON values (record input/output/metadata, source overrides): as attributes. */
@@ -60,6 +73,9 @@ export interface Redactor {
 /** Nesting (objects, arrays, JSON inside strings) deeper than this is replaced whole. */
 export const MAX_DEPTH = 64;
 
+/** Characters of text `redactSpansInSlices` reads between two pauses (a few ms of scanning). */
+export const SLICE_CHARS = 32 * 1024;
+
 const CLEAN_CACHE_MAX = 8192;
 const CLEAN_CACHE_MAX_LENGTH = 256;
 const CONFIG_PATH = 'traces.redaction';
@@ -69,6 +85,7 @@ type Walked = unknown | typeof DROP;
 const PASS_THROUGH: Redactor = {
   enabled: false,
   redactSpans: (spans) => spans as Span[],
+  redactSpansInSlices: async (spans) => spans as Span[],
   redactAttributes: (attributes) => attributes,
   redactText: (text) => text,
   redactJson: (value) => value,
@@ -114,6 +131,7 @@ export function compileRedaction(config: RedactionConfig): Redactor {
       });
     }
   });
+  const secrets = enabledSecrets(config.secrets, problems);
   if (problems.length > 0) {
     throw RedactionErrors.REDACTION_RULE_INVALID(
       `invalid redaction rule${problems.length > 1 ? 's' : ''} at ${problems.map((p) => p.path).join(', ')}; the server cannot start until ${problems.length > 1 ? 'they are' : 'it is'} fixed`,
@@ -125,9 +143,33 @@ export function compileRedaction(config: RedactionConfig): Redactor {
   const detectors = pii as readonly PiiDetector[];
   return new Engine(
     compileKeyMatcher(keys),
-    compileValueRules(compiled, detectors),
+    compileValueRules(compiled, detectors, compileSecrets(secrets)),
     detectors.includes('credit-card'),
   );
+}
+
+/** The secret detectors `secrets` enables; problems with it are added to `problems`. */
+function enabledSecrets(
+  secrets: RedactionConfig['secrets'],
+  problems: ErrorDetail[],
+): SecretDetector[] {
+  if (secrets === undefined || secrets === true) return [...SECRET_DETECTORS];
+  if (secrets === false) return [];
+  const path = `${CONFIG_PATH}.secrets`;
+  if (typeof secrets !== 'object' || secrets === null || Array.isArray(secrets)) {
+    problems.push({ path, message: 'must be true, false or {disabled: [detector, …]}' });
+    return [];
+  }
+  const disabled = secrets.disabled ?? [];
+  disabled.forEach((name, i) => {
+    if (!(SECRET_DETECTORS as readonly string[]).includes(name)) {
+      problems.push({
+        path: `${path}.disabled[${i}]`,
+        message: `unknown secret detector; known: ${SECRET_DETECTORS.join(', ')}`,
+      });
+    }
+  });
+  return SECRET_DETECTORS.filter((name) => !disabled.includes(name));
 }
 
 function escapeRegExp(s: string): string {
@@ -175,6 +217,8 @@ class Engine implements Redactor {
   private readonly clean = new Set<string>();
   /** Matches text that may hold a redacted key (for skipping JSON.parse); undefined: any may. */
   private readonly keyHint: RegExp | undefined;
+  /** Characters of string values read so far (what `redactSpansInSlices` measures slices in). */
+  private read = 0;
 
   constructor(
     private readonly keys: KeyMatcher,
@@ -189,38 +233,51 @@ class Engine implements Redactor {
 
   redactSpans(spans: readonly Span[]): Span[] {
     const resources = new Map<Attributes, Attributes>();
+    return spans.map((span) => this.span(span, resources));
+  }
+
+  async redactSpansInSlices(spans: readonly Span[], pause: () => Promise<void>): Promise<Span[]> {
+    const resources = new Map<Attributes, Attributes>();
     const out: Span[] = new Array(spans.length);
+    let sliceStart = this.read;
     for (let i = 0; i < spans.length; i++) {
-      const span = spans[i]!;
-      let resource = resources.get(span.resource);
-      if (resource === undefined) {
-        resource = this.redactAttributes(span.resource);
-        resources.set(span.resource, resource);
-      }
-      const attributes = this.redactAttributes(span.attributes);
-      const events = this.mapEvents(span.events);
-      const links = this.mapLinks(span.links);
-      const message = this.redactText(span.status.message);
-      if (
-        resource === span.resource &&
-        attributes === span.attributes &&
-        events === span.events &&
-        links === span.links &&
-        message === span.status.message
-      ) {
-        out[i] = span;
-      } else {
-        out[i] = {
-          ...span,
-          resource,
-          attributes,
-          events,
-          links,
-          status: message === span.status.message ? span.status : { ...span.status, message },
-        };
+      out[i] = this.span(spans[i]!, resources);
+      if (this.read - sliceStart >= SLICE_CHARS) {
+        await pause();
+        sliceStart = this.read;
       }
     }
     return out;
+  }
+
+  /** One span redacted; each distinct resource object is redacted once per call (`resources`). */
+  private span(span: Span, resources: Map<Attributes, Attributes>): Span {
+    let resource = resources.get(span.resource);
+    if (resource === undefined) {
+      resource = this.redactAttributes(span.resource);
+      resources.set(span.resource, resource);
+    }
+    const attributes = this.redactAttributes(span.attributes);
+    const events = this.mapEvents(span.events);
+    const links = this.mapLinks(span.links);
+    const message = this.redactText(span.status.message);
+    if (
+      resource === span.resource &&
+      attributes === span.attributes &&
+      events === span.events &&
+      links === span.links &&
+      message === span.status.message
+    ) {
+      return span;
+    }
+    return {
+      ...span,
+      resource,
+      attributes,
+      events,
+      links,
+      status: message === span.status.message ? span.status : { ...span.status, message },
+    };
   }
 
   redactAttributes(attributes: Attributes): Attributes {
@@ -229,6 +286,7 @@ class Engine implements Redactor {
 
   redactText(text: string): string {
     if (text === '') return text;
+    this.read += text.length;
     const parsed = this.jsonOf(text);
     if (parsed !== undefined) return this.fromJson(text, parsed, 0);
     return this.freeText(text);
@@ -330,6 +388,7 @@ class Engine implements Redactor {
 
   /** A string value: JSON inside is redacted as JSON, other text gets the value rules. */
   private string(s: string, depth: number): string {
+    this.read += s.length;
     if (s.length < 2) return this.values.active ? this.plain(s) : s;
     const c = s.charCodeAt(0);
     if (isJsonStart(c) || isSpace(c)) {
