@@ -16,4 +16,5 @@ export * from './resource.js';
 export * from './roles.js';
 export * from './span.js';
 export * from './trace.js';
+export * from './url-path.js';
 export * from './yaml.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isTouchstoneError } from '../core/index.js';
+import { isTouchstoneError, withoutTrailingSlashes } from '../core/index.js';
 import { DatasetErrors } from './error-codes.js';
 import type { DatasetRoot, StoredObject } from './root.js';
 
@@ -111,7 +111,7 @@ export class LocalDatasetRoot implements DatasetRoot {
   }
 
   async list(prefix: string, limit: number): Promise<StoredObject[]> {
-    const dir = this.file(prefix.replace(/\/+$/, ''));
+    const dir = this.file(withoutTrailingSlashes(prefix));
     let names: string[];
     try {
       names = (await readdir(dir, { recursive: true })).sort();

@@ -1,6 +1,11 @@
 import { Hash } from '@smithy/hash-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { type Clock, isTouchstoneError, type TouchstoneError } from '../core/index.js';
+import {
+  type Clock,
+  isTouchstoneError,
+  type TouchstoneError,
+  withoutTrailingSlashes,
+} from '../core/index.js';
 import type { HttpClient, HttpMethod, HttpResponse } from '../net/index.js';
 import { DatasetErrors } from './error-codes.js';
 
@@ -81,7 +86,7 @@ export class S3Client {
   private url(key: string): URL {
     const path = key.split('/').map(encodeSegment).join('/');
     const url = new URL(this.base.toString());
-    const prefix = url.pathname.replace(/\/+$/, '');
+    const prefix = withoutTrailingSlashes(url.pathname);
     if (this.options.pathStyle) {
       url.pathname = `${prefix}/${encodeSegment(this.options.bucket)}/${path}`;
     } else {

@@ -760,9 +760,20 @@ function syntaxProblem(source: string, err: unknown): string {
   if (err instanceof RangeError) return 'line 1, column 1: expression nests too deeply';
   const e = (typeof err === 'object' && err !== null ? err : {}) as ParseFailure;
   const offset = e.location?.start?.offset ?? 0;
-  const found = /found (.+?) but expecting/.exec(typeof e.message === 'string' ? e.message : '');
-  const what = found === null ? '' : ` (unexpected ${found[1]!.slice(0, 40)})`;
+  const what = unexpectedToken(typeof e.message === 'string' ? e.message : '');
   return `${lineColumn(source, offset)}: syntax error${what}`;
+}
+
+/**
+ * ` (unexpected X)` from the parser's "… found X but expecting …", X cut to 40 characters; found
+ * with indexOf, since a lazy regex over the message rescans it from every `found`.
+ */
+function unexpectedToken(message: string): string {
+  const start = message.indexOf('found ');
+  if (start < 0) return '';
+  const end = message.indexOf(' but expecting', start + 6);
+  if (end <= start + 6) return '';
+  return ` (unexpected ${message.slice(start + 6, end).slice(0, 40)})`;
 }
 
 function invalid(path: string, messages: string[]): never {

@@ -6,6 +6,7 @@ import {
   isTouchstoneError,
   systemClock,
   type TouchstoneError,
+  withoutTrailingSlashes,
 } from '../../core/index.js';
 import {
   type HttpClient,
@@ -76,7 +77,7 @@ export function createJudge(name: string, config: JudgeConfig, deps: JudgeDeps):
   const random = deps.random ?? Math.random;
   const baseDelayMs = deps.retryBaseDelayMs ?? 500;
   const maxDelayMs = deps.maxRetryDelayMs ?? 60_000;
-  const url = `${config.endpoint.replace(/\/+$/, '')}/chat/completions`;
+  const url = `${withoutTrailingSlashes(config.endpoint)}/chat/completions`;
   const cache = new LruCache<Answer>(deps.cacheEntries ?? 10_000);
   const slots = new Semaphore(config.max_concurrency);
   const bucket = new TokenBucket(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Step, Usage } from '../../core/index.js';
+import { type Step, type Usage, withoutTrailingSlashes } from '../../core/index.js';
 import { ChatUsageSchema, chatUsage, parseChatCompletion } from '../../evaluators/index.js';
 import { CredentialErrors, resolveCredential } from '../../net/index.js';
 import type { TargetCall, TargetDeps, TargetOutput } from './contract.js';
@@ -152,11 +152,4 @@ export function openAiBackend(
     },
     close: () => http.close(),
   };
-}
-
-/** `url` without its trailing slashes; a loop, since `/\/+$/` rescans a run of slashes from each. */
-function withoutTrailingSlashes(url: string): string {
-  let end = url.length;
-  while (end > 0 && url.charCodeAt(end - 1) === 0x2f) end--;
-  return url.slice(0, end);
 }

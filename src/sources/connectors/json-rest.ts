@@ -1,4 +1,4 @@
-import type { TouchstoneError } from '../../core/index.js';
+import { type TouchstoneError, withoutTrailingSlashes } from '../../core/index.js';
 import type { HttpClient, HttpMethod, HttpResponse } from '../../net/index.js';
 
 /**
@@ -57,7 +57,7 @@ export function restEndpoint(
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
     throw refused(`the ${product} endpoint must be an http or https URL`);
   }
-  const prefix = base.pathname.replace(/\/+$/, '');
+  const prefix = withoutTrailingSlashes(base.pathname);
   const origin = base.origin;
 
   function url(call: RestCall): string {

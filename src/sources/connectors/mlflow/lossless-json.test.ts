@@ -46,4 +46,15 @@ describe('parseLosslessJson', () => {
     expect((err as Error).message).not.toContain('hunter2');
     expect(() => parseLosslessJson('<!doctype html><html>')).toThrow(JsonSyntaxError);
   });
+
+  it('stays linear on bodies of unterminated strings and escapes (a regex retried from each quote)', () => {
+    const hostile = '"\\'.repeat(100_000);
+    const started = process.cpuUsage();
+    expect(() => parseLosslessJson(hostile)).toThrow(JsonSyntaxError);
+    expect(parseLosslessJson(`[${'"\\\\", '.repeat(50_000)}12345678901234567890]`)).toHaveLength(
+      50_001,
+    );
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(1_000);
+  });
 });
