@@ -1,6 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { isTouchstoneError } from '../core/index.js';
 import { envLayer, isLoopbackListen, loadConfig, parseDuration, proxyEnvLayer } from './index.js';
@@ -19,6 +20,12 @@ function errorOf(fn: () => unknown) {
     throw err;
   }
   throw new Error('expected an error');
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.includes('node_modules'))
+    .map((f) => join(dir, f));
 }
 
 describe('config loading', () => {
@@ -63,6 +70,23 @@ describe('config loading', () => {
       judges: { gpt: { model: 'gpt-4o' } },
       no_auth: true,
     });
+  });
+
+  it('leaves alone every TOUCHSTONE_ variable that tests, benches and CI read by name', () => {
+    // A plumbing variable missing from the exclusions makes every server a test starts refuse
+    // its configuration ("unknown field"), so the names are taken from the files that read them.
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const files = [join(root, '.ci/run'), ...sourceFiles(join(root, 'test')), ...sourceFiles(join(root, 'bench'))];
+    const names = new Set<string>();
+    const read = /(?:process\.env\.|export )(TOUCHSTONE_[A-Z0-9_]*[A-Z0-9])\b/g;
+    for (const file of files) {
+      for (const m of readFileSync(file, 'utf8').matchAll(read)) {
+        if (!m[1]!.includes('__')) names.add(m[1]!);
+      }
+    }
+    expect(names).toContain('TOUCHSTONE_CHROMIUM');
+    const env = Object.fromEntries([...names].map((name) => [name, '/x']));
+    expect(envLayer(env)).toEqual({});
   });
 
   it('reports every invalid key at once, each with its path', () => {

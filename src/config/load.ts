@@ -32,6 +32,7 @@ const NON_CONFIG_ENV = new Set([
   'TOUCHSTONE_BENCH_PG',
   'TOUCHSTONE_CI_CACHE',
   'TOUCHSTONE_BENCH_PHOENIX',
+  'TOUCHSTONE_CHROMIUM',
 ]);
 
 type Tree = { [key: string]: unknown };
