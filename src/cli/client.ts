@@ -7,7 +7,7 @@ import { CliExit } from './io.js';
  */
 export class ApiClient {
   constructor(
-    private readonly baseUrl: string,
+    readonly baseUrl: string,
     private readonly apiKey: string | undefined,
   ) {}
 

@@ -2,7 +2,7 @@ import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { isFinal, runView } from '../runs/index.js';
-import { ApiClient } from './client.js';
+import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { CliExit, type CliIO, readText, yamlDocuments } from './io.js';
 import {
@@ -15,7 +15,7 @@ import {
   runReport,
   statusText,
 } from './runs.js';
-import type { TargetFlags } from './target.js';
+import { namedServer, type TargetFlags } from './target.js';
 
 /**
  * `touchstone run -f spec.yaml`: creates a run and, by default, waits for it with a progress
@@ -261,7 +261,7 @@ export function runCommand(program: Command, io: CliIO, stdin: () => string): vo
     .option('-p, --project <name>', 'project, unless the spec names one')
     .option(
       '--server <url>',
-      'server URL (default: $TOUCHSTONE_SERVER; without one the run executes here, on the local data dir)',
+      'server URL or HOST:PORT (default: $TOUCHSTONE_SERVER; without one the run executes here, on the local data dir)',
     )
     .option('--wait', 'wait until the run is final (the default)')
     .option('--no-wait', 'with --server: print the created run and return at once')
@@ -281,8 +281,8 @@ export function runCommand(program: Command, io: CliIO, stdin: () => string): vo
 /** The whole `run` command; resolves to its exit code. */
 export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): Promise<ExitCode> {
   const spec = readSpec(flags.file, stdin);
-  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-  const remote = server !== undefined && server !== '';
+  const client = namedServer(flags, io);
+  const remote = client !== undefined;
   const wait = flags.wait !== false;
   if (!remote && !wait) {
     throw new CliExit(
@@ -290,17 +290,18 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
       '--no-wait needs --server: without a server the run executes in this process',
     );
   }
-  const backend: RunsBackend = remote
-    ? remoteRuns(
-        new ApiClient(server, io.env.TOUCHSTONE_API_KEY),
-        flags.project,
-        flags.idempotencyKey,
-      )
-    : localRuns(
-        await openLocalRuns(flags, io, {
-          baseDir: flags.file === '-' ? resolve('.') : dirname(resolve(flags.file)),
-        }),
-      );
+  let backend: RunsBackend;
+  let where: string;
+  if (client !== undefined) {
+    backend = remoteRuns(client, flags.project, flags.idempotencyKey);
+    where = `on ${client.baseUrl}`;
+  } else {
+    const local = await openLocalRuns(flags, io, {
+      baseDir: flags.file === '-' ? resolve('.') : dirname(resolve(flags.file)),
+    });
+    backend = localRuns(local);
+    where = `executing here, on the ${local.location}`;
+  }
   try {
     const created = await backend.create(spec, flags.project);
     if (!wait) {
@@ -312,9 +313,7 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
       return EXIT.OK;
     }
     const progress = new ProgressDisplay(io.stderr as Writable);
-    io.stderr.write(
-      `run ${created.id} "${created.name}" (project ${created.project}) ${remote ? `on ${server}` : 'executing here'}\n`,
-    );
+    io.stderr.write(`run ${created.id} "${created.name}" (project ${created.project}) ${where}\n`);
     const stop = new AbortController();
     let interrupted = false;
     io.onShutdownSignal(async () => {

@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** Runs the real `touchstone` process from source. */
 export const ENTRY = ['--import', 'tsx', 'src/main.ts'];
@@ -18,11 +20,20 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [...ENTRY, ...args], {
+/** ENTRY with absolute paths, for a process started in another working directory. */
+function entryIn(cwd: string | undefined): string[] {
+  if (cwd === undefined) return ENTRY;
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  return ['--import', tsx, fileURLToPath(new URL('../../src/main.ts', import.meta.url))];
+}
+
+/** Runs `touchstone ARGS` to its end (in `cwd`, by default this checkout). */
+export function cli(args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const r = spawnSync(process.execPath, [...entryIn(cwd), ...args], {
     encoding: 'utf8',
     env: { ...process.env, ...env },
     timeout: 60_000,
+    ...(cwd === undefined ? {} : { cwd }),
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
