@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { datasetsCommand } from './datasets.js';
 import { evaluateCommand } from './evaluate.js';
+import { evaluatorsCommand } from './evaluators.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
@@ -68,6 +69,7 @@ Docs: docs/cli.md`,
   });
   keysCommand(program, io);
   evaluateCommand(program, io, stdin);
+  evaluatorsCommand(program, io);
   tracesCommand(program, io);
   webhookCommand(program, io, stdin);
   policyCommand(program, io, stdin);

@@ -16,6 +16,7 @@ export {
   EvaluateRequestSchema,
   EvaluationService,
   type EvaluationServiceDeps,
+  type EvaluatorTypeView,
   type PreparedEvaluation,
   parseRecord,
   type RecordResults,
