@@ -5,10 +5,9 @@ import { isFinal, runView } from '../runs/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { CliExit, type CliIO, readText, yamlDocuments } from './io.js';
+import { ProgressDisplay, type Writable } from './progress.js';
 import {
-  duration,
   exitCodeFor,
-  fmt,
   type LocalRuns,
   openLocalRuns,
   type RunJson,
@@ -30,61 +29,6 @@ export interface RunFlags extends TargetFlags {
   /** `--wait` (the default) or `--no-wait`; commander leaves it unset when neither is given. */
   wait?: boolean;
   idempotencyKey?: string;
-}
-
-type Writable = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-
-/**
- * Progress on stderr (stdout stays for the report and `--json`): on a terminal one bar redrawn in
- * place (items = records × trials done of total, rate, ETA), otherwise a plain line at most every
- * `plainEveryMs` and when the count reaches the total.
- */
-export class ProgressDisplay {
-  private readonly tty: boolean;
-  private first: { at: number; done: number } | undefined;
-  private lastLine: number | undefined;
-  private lastDone = -1;
-  private drawn = false;
-
-  constructor(
-    private readonly out: Writable,
-    private readonly now: () => number = Date.now,
-    private readonly plainEveryMs = 5_000,
-  ) {
-    this.tty = out.isTTY === true;
-  }
-
-  update(done: number, total: number, status: string): void {
-    // Before the executor has read the dataset the total is not known yet.
-    if (total === 0) return;
-    const t = this.now();
-    if (this.first === undefined || done < this.first.done) this.first = { at: t, done };
-    const elapsed = (t - this.first.at) / 1000;
-    const rate = elapsed > 0 ? (done - this.first.done) / elapsed : 0;
-    const eta = rate > 0 && total > done ? ((total - done) / rate) * 1000 : undefined;
-    const pct = total > 0 ? Math.floor((done / total) * 100) : 0;
-    const stats = `${done}/${total} items (${pct}%)  ${rate > 0 ? `${fmt(rate, 1)}/s` : '-/s'}  ETA ${eta === undefined ? '-' : duration(eta)}`;
-    if (this.tty) {
-      const width = 24;
-      const filled = total > 0 ? Math.round((done / total) * width) : 0;
-      const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
-      this.out.write(`\r\x1b[K${statusText(status).toLowerCase()} ${bar} ${stats}`);
-      this.drawn = true;
-      return;
-    }
-    const finished = done === total && done !== this.lastDone;
-    const due = this.lastLine === undefined || t - this.lastLine >= this.plainEveryMs;
-    if ((!due && !finished) || done === this.lastDone) return;
-    this.lastLine = t;
-    this.lastDone = done;
-    this.out.write(`progress: ${stats}\n`);
-  }
-
-  /** Ends the bar's line so what follows starts clean. */
-  end(): void {
-    if (this.tty && this.drawn) this.out.write('\n');
-    this.drawn = false;
-  }
 }
 
 /** The spec file as a value; YAML syntax errors are usage errors naming line and column. */
@@ -329,7 +273,12 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
     try {
       final = await backend.wait(
         created.id,
-        (run) => progress.update(run.progress.done, run.progress.total, run.status),
+        (run) =>
+          progress.update(
+            run.progress.done,
+            run.progress.total,
+            statusText(run.status).toLowerCase(),
+          ),
         stop.signal,
       );
     } catch (err) {

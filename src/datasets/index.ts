@@ -34,7 +34,7 @@ export {
   normalizeDataset,
 } from './normalize.js';
 export { datasetPath } from './paths.js';
-export type { DatasetRoot } from './root.js';
+export type { DatasetRoot, StoredObject } from './root.js';
 export { FIELD_ALIASES } from './rows.js';
 export { S3Client, type S3ClientOptions, type S3Credentials } from './s3-client.js';
 export { parseS3Root, S3DatasetRoot } from './s3-root.js';
@@ -45,6 +45,7 @@ export {
   type DatasetServiceDeps,
   type DatasetTarget,
   type DatasetUploadResult,
+  type DatasetView,
 } from './service.js';
 
 export interface DatasetServiceOptions {

@@ -1,3 +1,12 @@
+/** An object under the root as a listing shows it. */
+export interface StoredObject {
+  /** Relative to the root. */
+  key: string;
+  bytes: number;
+  /** RFC 3339: when the object was last written. */
+  modifiedAt: string;
+}
+
 /**
  * Where datasets are kept: a local directory or an S3-compatible bucket. Keys are
  * slash-separated and relative to the root; the service builds and checks them.
@@ -22,6 +31,14 @@ export interface DatasetRoot {
    * resolves symbolic links before checking).
    */
   get(key: string, options: { maxBytes: number; within: string }): Promise<Buffer | undefined>;
+  /**
+   * Objects whose key starts with `prefix`, in key order, after the key `after` (exclusive), at
+   * most `limit` of them; `truncated` when more follow.
+   */
+  list(
+    prefix: string,
+    options: { after?: string | undefined; limit: number },
+  ): Promise<{ objects: StoredObject[]; truncated: boolean }>;
   /** Releases connections. Safe twice. */
   close(): Promise<void>;
 }

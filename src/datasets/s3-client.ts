@@ -38,6 +38,20 @@ function encodeSegment(segment: string): string {
   );
 }
 
+const XML_ENTITIES: Readonly<Record<string, string>> = {
+  '&amp;': '&',
+  '&lt;': '<',
+  '&gt;': '>',
+  '&quot;': '"',
+  '&apos;': "'",
+};
+
+/** The text of the first `<tag>` element in an S3 XML answer, entities decoded ('' if none). */
+function xmlText(xml: string | undefined, tag: string): string {
+  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml ?? '');
+  return (m?.[1] ?? '').replace(/&(amp|lt|gt|quot|apos);/g, (e) => XML_ENTITIES[e] ?? e);
+}
+
 /** S3's error code from an XML error body (`<Code>AccessDenied</Code>`), when it is plain. */
 function s3ErrorCode(body: Buffer): string | undefined {
   const m = /<Code>([A-Za-z0-9.]{1,64})<\/Code>/.exec(body.subarray(0, 4096).toString('utf8'));
@@ -45,7 +59,7 @@ function s3ErrorCode(body: Buffer): string | undefined {
 }
 
 /**
- * The four object calls the dataset root needs (PutObject, GetObject, HeadObject, DeleteObject),
+ * The calls the dataset root needs (PutObject, GetObject, HeadObject, DeleteObject, ListObjectsV2),
  * signed with SigV4 and sent through the product's guarded HTTP client. Errors name the operation,
  * the key and S3's status and error code, never a credential or a body.
  */
@@ -61,12 +75,14 @@ export class S3Client {
     return `s3://${this.options.bucket}/${key}`;
   }
 
+  /** The object's URL, or the bucket's for the key `''` (listings). */
   private url(key: string): URL {
     const path = key.split('/').map(encodeSegment).join('/');
     const url = new URL(this.base.toString());
     const prefix = url.pathname.replace(/\/+$/, '');
     if (this.options.pathStyle) {
-      url.pathname = `${prefix}/${encodeSegment(this.options.bucket)}/${path}`;
+      const bucket = `${prefix}/${encodeSegment(this.options.bucket)}`;
+      url.pathname = key === '' ? bucket : `${bucket}/${path}`;
     } else {
       url.hostname = `${this.options.bucket}.${url.hostname}`;
       url.pathname = `${prefix}/${path}`;
@@ -77,9 +93,16 @@ export class S3Client {
   private async send(
     method: HttpMethod,
     key: string,
-    options: { body?: Uint8Array; contentType?: string; maxResponseBytes?: number } = {},
+    options: {
+      body?: Uint8Array;
+      contentType?: string;
+      maxResponseBytes?: number;
+      query?: Record<string, string>;
+    } = {},
   ): Promise<HttpResponse> {
     const url = this.url(key);
+    const query = options.query ?? {};
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     const credentials = await this.options.credentials();
     const signer = new SignatureV4({
       service: 's3',
@@ -100,7 +123,7 @@ export class S3Client {
         hostname: url.hostname,
         ...(url.port === '' ? {} : { port: Number(url.port) }),
         path: url.pathname,
-        query: {},
+        query,
         headers,
         ...(options.body === undefined ? {} : { body: options.body }),
       },
@@ -186,6 +209,37 @@ export class S3Client {
     if (res.status === 404) return undefined;
     if (res.status < 200 || res.status >= 300) throw this.statusFailure('HEAD', key, res);
     return { size: Number(res.headers['content-length'] ?? 0) };
+  }
+
+  /**
+   * One ListObjectsV2 page: keys under `prefix` after `startAfter`, in key order, at most
+   * `maxKeys` (≤ 1000).
+   */
+  async listObjects(
+    prefix: string,
+    startAfter: string | undefined,
+    maxKeys: number,
+  ): Promise<{
+    objects: { key: string; bytes: number; modifiedAt: string }[];
+    truncated: boolean;
+  }> {
+    const res = await this.send('GET', '', {
+      maxResponseBytes: 4 * 1024 * 1024,
+      query: {
+        'list-type': '2',
+        prefix,
+        'max-keys': String(maxKeys),
+        ...(startAfter === undefined ? {} : { 'start-after': startAfter }),
+      },
+    });
+    if (res.status < 200 || res.status >= 300) throw this.statusFailure('GET', prefix, res);
+    const xml = res.body.toString('utf8');
+    const objects = [...xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)].map(([, entry]) => ({
+      key: xmlText(entry, 'Key'),
+      bytes: Number(xmlText(entry, 'Size')),
+      modifiedAt: new Date(xmlText(entry, 'LastModified')).toISOString(),
+    }));
+    return { objects, truncated: xmlText(xml, 'IsTruncated') === 'true' };
   }
 
   async deleteObject(key: string): Promise<void> {

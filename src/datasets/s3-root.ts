@@ -1,4 +1,4 @@
-import type { DatasetRoot } from './root.js';
+import type { DatasetRoot, StoredObject } from './root.js';
 import type { S3Client } from './s3-client.js';
 
 /** Parses `s3://bucket/prefix` (prefix optional, no trailing slash kept). */
@@ -46,6 +46,22 @@ export class S3DatasetRoot implements DatasetRoot {
 
   get(key: string, options: { maxBytes: number }): Promise<Buffer | undefined> {
     return this.client.getObject(this.objectKey(key), options.maxBytes);
+  }
+
+  async list(
+    prefix: string,
+    options: { after?: string | undefined; limit: number },
+  ): Promise<{ objects: StoredObject[]; truncated: boolean }> {
+    const page = await this.client.listObjects(
+      this.objectKey(prefix),
+      options.after === undefined ? undefined : this.objectKey(options.after),
+      Math.min(options.limit, 1000),
+    );
+    const strip = this.prefix === '' ? 0 : this.prefix.length + 1;
+    return {
+      objects: page.objects.map((o) => ({ ...o, key: o.key.slice(strip) })),
+      truncated: page.truncated,
+    };
   }
 
   close(): Promise<void> {

@@ -10,7 +10,7 @@ import { DatasetErrors } from '../../datasets/index.js';
 import type { Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
 import { sendError } from '../errors.js';
-import { parseQuery } from '../validate.js';
+import { pageOf, parseQuery } from '../validate.js';
 
 const UploadQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
@@ -46,6 +46,7 @@ declare module 'fastify' {
 }
 
 /**
+ * `GET /v1alpha1/datasets?project=` lists a project's published datasets (paged).
  * `POST /v1alpha1/datasets/{name}/upload?project=&format=jsonl|parquet` with the file as the raw
  * body (any content type but multipart; curl's `--data-binary @file` works as is). The caller's
  * permission, the name and the format are checked and a conversion slot is taken before the body
@@ -62,6 +63,15 @@ export async function datasetRoutes(
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: limit }, (_request, body, done) =>
     done(null, body),
   );
+
+  app.get('/v1alpha1/datasets', async (request) => {
+    const { project, page } = pageOf(request.query as Query);
+    const result = await datasets.list(request.principal, project, page);
+    return {
+      datasets: result.items,
+      ...(result.nextPageToken === undefined ? {} : { next_page_token: result.nextPageToken }),
+    };
+  });
 
   app.post(
     '/v1alpha1/datasets/:name/upload',
