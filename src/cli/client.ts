@@ -1,5 +1,5 @@
 import { EXIT } from './exit-codes.js';
-import { CliExit } from './io.js';
+import { CliExit, withDetails } from './io.js';
 
 /** Slices a stream hands to the connection: small enough for progress, large enough to be cheap. */
 const UPLOAD_SLICE = 256 * 1024;
@@ -124,7 +124,7 @@ export class ApiClient {
     const e = answer.error;
     const code = e?.code ?? response.headers.get('touchstone-error-code') ?? answer.code;
     const message = e?.message ?? answer.message ?? 'request failed';
-    const details = (e?.details ?? []).map((d) => `\n  ${d.path}: ${d.message}`).join('');
+
     const requestId = e?.requestId ?? response.headers.get('x-request-id');
     const hint =
       response.status === 401
@@ -132,7 +132,7 @@ export class ApiClient {
         : '';
     throw new CliExit(
       response.status === 400 ? EXIT.USAGE : EXIT.ERROR,
-      `${code ?? response.status}: ${message}${details}${hint}${requestId ? `\n(request id ${requestId})` : ''}`,
+      `${code ?? response.status}: ${withDetails(message, e?.details ?? [])}${hint}${requestId ? `\n(request id ${requestId})` : ''}`,
     );
   }
 }

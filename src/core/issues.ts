@@ -28,3 +28,14 @@ export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix = ''
 export function describeDetails(details: readonly ErrorDetail[]): string {
   return details.map((d) => `${d.path}: ${d.message}`).join('; ');
 }
+
+/** The details with repeats removed (the same path and message), in their first order. */
+export function uniqueDetails(details: readonly ErrorDetail[]): ErrorDetail[] {
+  const seen = new Set<string>();
+  return details.filter((d) => {
+    const key = `${d.path}\u0000${d.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
