@@ -39,3 +39,18 @@ export function uniqueDetails(details: readonly ErrorDetail[]): ErrorDetail[] {
     return true;
   });
 }
+
+/**
+ * Each item of a list that `schema` accepts on its own, by index (undefined: refused), so the
+ * good items of a list with a bad one can still be checked under their own index.
+ */
+export function eachValid<S extends z.ZodType>(
+  list: unknown,
+  schema: S,
+): (z.infer<S> | undefined)[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((item) => {
+    const r = schema.safeParse(item);
+    return r.success ? r.data : undefined;
+  });
+}

@@ -3,6 +3,7 @@ import { durationMs } from '../config/index.js';
 import {
   describeDetails,
   type ErrorDetail,
+  eachValid,
   issuesToDetails,
   isTouchstoneError,
   RESOURCE_API_VERSION,
@@ -225,15 +226,6 @@ export interface PolicyProblems {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Each item of a list that `schema` accepts on its own, by index (undefined: refused). */
-function eachValid<S extends z.ZodType>(list: unknown, schema: S): (z.infer<S> | undefined)[] {
-  if (!Array.isArray(list)) return [];
-  return list.map((item) => {
-    const r = schema.safeParse(item);
-    return r.success ? r.data : undefined;
-  });
 }
 
 /** The parts of a resource that are well-formed on their own, whatever the rest holds. */

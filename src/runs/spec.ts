@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   type ErrorDetail,
   type EvalRecord,
+  eachValid,
   issuesToDetails,
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
@@ -178,15 +179,6 @@ function fromText(text: string): unknown {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Each item of a list that `schema` accepts on its own, by index (undefined: refused). */
-function eachValid<S extends z.ZodType>(list: unknown, schema: S): (z.infer<S> | undefined)[] {
-  if (!Array.isArray(list)) return [];
-  return list.map((item) => {
-    const r = schema.safeParse(item);
-    return r.success ? r.data : undefined;
-  });
 }
 
 /** Metrics of bound evaluators: the instance name for a primary score, `<instance>.<score>` else. */
