@@ -21,7 +21,7 @@ export function freePort(): Promise<number> {
 }
 
 /** ENTRY with absolute paths, for a process started in another working directory. */
-function entryIn(cwd: string | undefined): string[] {
+export function entryIn(cwd: string | undefined): string[] {
   if (cwd === undefined) return ENTRY;
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   return ['--import', tsx, fileURLToPath(new URL('../../src/main.ts', import.meta.url))];
@@ -44,14 +44,16 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `touchstone serve ARGS` and waits until it listens. */
+/** Starts `touchstone serve ARGS` (in `cwd`, by default this checkout) and waits until it listens. */
 export async function startServer(
   args: string[],
   env: Record<string, string> = {},
+  cwd?: string,
 ): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [...ENTRY, 'serve', ...args], {
+  const proc = spawn(process.execPath, [...entryIn(cwd), 'serve', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
+    ...(cwd === undefined ? {} : { cwd }),
   });
   let out = '';
   proc.stdout?.on('data', (d) => {
