@@ -1,9 +1,15 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, freePort, type ServerProcess, startServer } from '../../test/support/process.js';
+import {
+  cli,
+  cliOnTerminal,
+  freePort,
+  type ServerProcess,
+  startServer,
+} from '../../test/support/process.js';
 import { ApiClient } from './client.js';
 
 /**
@@ -157,6 +163,24 @@ describe('touchstone datasets', { timeout: 120_000 }, () => {
       code: 2,
       message: expect.stringContaining('DATASET_INVALID_REQUEST'),
     });
+  });
+
+  it('draws the bytes sent of an upload on a terminal, and prints nothing of it when piped', () => {
+    const big = join(dir, 'big.jsonl');
+    writeFileSync(
+      big,
+      Array.from({ length: 30_000 }, (_, i) => JSON.stringify({ input: `q${i} ${'x'.repeat(80)}` }))
+        .join('\n')
+        .concat('\n'),
+    );
+    const mib = (statSync(big).size / 1024 / 1024).toFixed(1);
+    const terminal = cliOnTerminal(['datasets', 'upload', big, '--name', 'big', '--server', base]);
+    expect(terminal.code, terminal.output).toBe(0);
+    expect(terminal.output).toContain(`uploading ${'█'.repeat(24)} ${mib}/${mib} MiB (100%)`);
+    expect(terminal.output).toMatch(/datasets\/default\/big\/[0-9a-f]{64}\.jsonl/);
+    const piped = cli(['datasets', 'upload', big, '--name', 'big', '--server', base]);
+    expect(piped.code).toBe(0);
+    expect(piped.stderr).not.toContain('uploading');
   });
 
   it('lists the published datasets of the local data dir and of a server', () => {

@@ -3,7 +3,14 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, entryIn, freePort, type ServerProcess, startServer } from '../support/process.js';
+import {
+  cli,
+  cliOnTerminal,
+  entryIn,
+  freePort,
+  type ServerProcess,
+  startServer,
+} from '../support/process.js';
 
 /**
  * README's quickstart as a newcomer runs it: every shell block of the section, in order, copied
@@ -118,11 +125,17 @@ describe('README quickstart, copy-paste, start to end', { timeout: 600_000 }, ()
     const ids = cli(['traces', 'list', '--error', '-q'], {}, dir);
     expect(ids.code, ids.stderr).toBe(0);
     const id = ids.stdout.trim().split('\n')[0] as string;
-    const tree = cli(['traces', 'get', id, '--tree'], {}, dir);
-    expect(tree.code, tree.stderr).toBe(0);
-    expect(tree.stdout).toContain('trajectory:\n└─ agent     travel-helper');
-    expect(tree.stdout).toMatch(
-      /├─ tool {6}search_hotels {2}5\.000s {2}ERROR hotel search timed out/,
+    const terminal = cliOnTerminal(['traces', 'get', id], {}, dir);
+    expect(terminal.code, terminal.output).toBe(0);
+    const tree = terminal.output.replaceAll('\r\n', '\n');
+    expect(tree).toContain('trajectory:\n└─ agent     travel-helper');
+    expect(tree).toMatch(/├─ tool {6}search_hotels {2}5\.000s {2}ERROR hotel search timed out/);
+    expect(tree).toContain('in:  {"city":"Rome","nights":2,"from":"saturday"}');
+    const piped = cli(['traces', 'get', id, '--tree'], {}, dir);
+    expect(piped.stdout).toContain('trajectory:\n└─ agent     travel-helper');
+    // `--json` on a terminal: the JSON (after the note naming the data dir).
+    expect(cliOnTerminal(['traces', 'get', id, '--json'], {}, dir).output).toMatch(
+      /^\{\r?\n {2}"trace": \{/m,
     );
     expect(cli(['traces', 'get', id, '--tree', '--json'], {}, dir).code).toBe(2);
   });

@@ -38,6 +38,22 @@ export function cli(args: string[], env: Record<string, string> = {}, cwd?: stri
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * Runs `touchstone ARGS` on a terminal (util-linux `script` gives it one for stdin, stdout and
+ * stderr), as a person at a shell would; `output` is what the terminal showed, both streams.
+ */
+export function cliOnTerminal(args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  const command = [process.execPath, ...entryIn(cwd ?? process.cwd()), ...args].map(quote);
+  const r = spawnSync('script', ['-qec', command.join(' '), '/dev/null'], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 60_000,
+    ...(cwd === undefined ? {} : { cwd }),
+  });
+  return { code: r.status, output: r.stdout };
+}
+
 export interface ServerProcess {
   proc: ChildProcess;
   output: () => string;
