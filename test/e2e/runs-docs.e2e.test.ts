@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { OpenAiStub } from '../support/openai-stub.js';
-import { cli, ENTRY, freePort, type ServerProcess, startServer } from '../support/process.js';
+import {
+  type CliResult,
+  cli,
+  cliAsync,
+  freePort,
+  type ServerProcess,
+  startServer,
+} from '../support/process.js';
 
 /**
  * docs/runs.md's examples, run as a reader would run them with the real CLI: every run spec, every
@@ -57,12 +64,6 @@ async function httpAgent(token: string): Promise<{ url: string; server: Server }
 /** The target examples: blocks with a target and no evaluators. */
 const targetBlocks = () =>
   yamlBlocks.filter((b) => /^target:/m.test(b) && !b.includes('evaluators:'));
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 const AGENT_PY = 'import sys\nprint("answer: " + sys.stdin.read().strip())\n';
 
@@ -124,27 +125,14 @@ describe('docs/runs.md examples, run', { timeout: 300_000 }, () => {
    * Runs a spec with `touchstone run` on the local data dir; its exit code and report. Not
    * `cli()`: the endpoints the run calls live in this process, which must keep answering.
    */
-  const runSpec = (name: string, text: string): Promise<Ran> => {
+  const runSpec = (name: string, text: string): Promise<CliResult> => {
     const file = join(dir, `${name}.yaml`);
     writeFileSync(file, localized(text));
-    const proc = spawn(
-      process.execPath,
-      [...ENTRY, 'run', '-f', file, '--data-dir', data, '-c', config],
-      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    proc.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    return new Promise((resolve) => proc.on('close', (code) => resolve({ code, stdout, stderr })));
+    return cliAsync(['run', '-f', file, '--data-dir', data, '-c', config], env);
   };
 
   /** A finished run: SUCCEEDED (exit 0) or FAILED on a gate (exit 3), never refused or ERROR. */
-  const expectRan = (r: Ran) => {
+  const expectRan = (r: CliResult) => {
     if (r.code !== 0 && r.code !== 3) throw new Error(`exit ${r.code}\n${r.stdout}\n${r.stderr}`);
     expect(r.stdout).toMatch(/: (SUCCEEDED|FAILED) in /);
     expect(r.stdout).toMatch(/\b[1-9]\d*\/\d+\/\d+\n/);

@@ -38,6 +38,39 @@ export function cli(args: string[], env: Record<string, string> = {}, cwd?: stri
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `touchstone ARGS` without blocking this process (for a command that calls a stub living
+ * here); killed after two minutes.
+ */
+export function cliAsync(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...ENTRY, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    proc.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 120_000);
+    proc.on('error', reject);
+    proc.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 /**
  * Runs `touchstone ARGS` on a terminal (util-linux `script` gives it one for stdin, stdout and
  * stderr), as a person at a shell would; `output` is what the terminal showed, both streams.
