@@ -140,6 +140,7 @@ describe('policies and scores over REST', () => {
     expect(res.json().error.code).toBe('POLICY_INVALID');
     expect(res.json().error.details.map((d: { path: string }) => d.path)).toEqual([
       'spec.stages[0].evaluators[0].ref',
+      'spec.stages[0].evaluators[1].params.maxRepeats',
       'spec.alerts[0].metric',
     ]);
     const shape = await call(
@@ -174,6 +175,62 @@ describe('policies and scores over REST', () => {
       }),
     );
     expect(ok.statusCode).toBe(200);
+  });
+
+  it('reports every problem at once, each once: shape, CEL, evaluators, windows, alerts, judge, webhooks', async () => {
+    const res = await call('POST', '/v1alpha1/policies?validate_only=true', {
+      ...base('Bad_Name', {
+        selector: 'error &&',
+        sampling: { rate: 2 },
+        stages: [
+          {
+            when: 'true',
+            window: 5,
+            evaluators: [
+              { ref: 'nope' },
+              { ref: 'regex-match', params: { pattern: '(a' } },
+              { ref: 'exact-match' },
+              { ref: 'exact-match' },
+            ],
+          },
+          {
+            evaluators: [{ ref: 'exact-match' }, { ref: 'loop-detection', colour: 1 }],
+            window: '1y',
+          },
+        ],
+        alerts: [
+          { metric: 'missing', below: 0.5 },
+          { metric: 'exact-match', below: 'x' },
+          { metric: 'exact-match', below: 0.5, webhook: 'http://169.254.169.254/hook' },
+        ],
+        judge: 'nobody',
+        extra: 1,
+      }),
+    });
+    expect(res.statusCode).toBe(400);
+    const { error } = res.json();
+    expect(error.code).toBe('POLICY_CEL_INVALID');
+    const paths = error.details.map((d: { path: string }) => d.path);
+    expect(paths).toEqual([
+      'spec.selector',
+      'metadata.name',
+      'spec.sampling.rate',
+      'spec.stages[0].window',
+      'spec.stages[1].evaluators[1].colour',
+      'spec.alerts[1].below',
+      'spec.extra',
+      'spec.stages[0].when',
+      'spec.stages[0].evaluators[0].ref',
+      'spec.stages[0].evaluators[1].params.pattern',
+      'spec.stages[0].evaluators[3].name',
+      'spec.stages[1].window',
+      'spec.stages[1].evaluators[0].name',
+      'spec.alerts[2].webhook',
+      'spec.judge',
+    ]);
+    expect(new Set(paths).size).toBe(paths.length);
+    // The unknown `missing` may be the malformed evaluator's metric: not called unknown.
+    expect(paths).not.toContain('spec.alerts[0].metric');
   });
 
   it('validate_only checks without storing; apply, get (re-appliable), list, delete', async () => {

@@ -298,7 +298,7 @@ describe.each(storeVariants())('read API on $name', (variant) => {
     expect(again.json().metadata.generation).toBe(1);
   });
 
-  it('lists datasets with their versions and pages a version’s records', async () => {
+  it('lists each uploaded content of a dataset and pages its records', async () => {
     const rows = [
       { id: 'q1', input: 'Capital of France?', output: 'Paris' },
       { id: 'q2', input: 'Capital of Italy?', output: 'Rome' },
@@ -318,7 +318,11 @@ describe.each(storeVariants())('read API on $name', (variant) => {
     expect(list.json().datasets).toEqual([
       {
         name: 'capitals',
-        versions: [{ path, sha256, bytes: expect.any(Number), publishedAt: expect.any(String) }],
+        path,
+        sha256,
+        records: 3,
+        bytes: expect.any(Number),
+        uploadedAt: expect.any(String),
       },
     ]);
 

@@ -16,7 +16,10 @@ describe('HTTP API without auth (loopback, no auth section)', () => {
   afterAll(() => t.close());
 
   it('answers health and readiness', async () => {
-    expect((await t.app.server.inject({ url: '/healthz' })).json()).toEqual({ status: 'ok' });
+    expect((await t.app.server.inject({ url: '/healthz' })).json()).toEqual({
+      status: 'ok',
+      service: 'touchstone',
+    });
     const ready = await t.app.server.inject({ url: '/readyz' });
     expect(ready.statusCode).toBe(200);
     expect(ready.json()).toEqual({ status: 'ready' });

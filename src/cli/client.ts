@@ -1,5 +1,29 @@
 import { EXIT } from './exit-codes.js';
-import { CliExit } from './io.js';
+import { CliExit, withDetails } from './io.js';
+
+/** Slices a stream hands to the connection: small enough for progress, large enough to be cheap. */
+const UPLOAD_SLICE = 256 * 1024;
+
+/** `data` as a stream that reports how much of it has been read (sent) so far. */
+function counted(
+  data: Buffer,
+  onProgress: (sent: number, total: number) => void,
+): ReadableStream<Uint8Array> {
+  let sent = 0;
+  onProgress(0, data.length);
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= data.length) {
+        controller.close();
+        return;
+      }
+      const slice = data.subarray(sent, sent + UPLOAD_SLICE);
+      sent += slice.length;
+      controller.enqueue(slice);
+      onProgress(sent, data.length);
+    },
+  });
+}
 
 /**
  * A small client for the server's REST API, used by CLI commands given `--server`.
@@ -7,7 +31,7 @@ import { CliExit } from './io.js';
  */
 export class ApiClient {
   constructor(
-    private readonly baseUrl: string,
+    readonly baseUrl: string,
     private readonly apiKey: string | undefined,
   ) {}
 
@@ -28,20 +52,32 @@ export class ApiClient {
     );
   }
 
-  /** A call whose body is sent as it is (a file upload); the answer is JSON as for `call`. */
+  /**
+   * A call whose body is sent as it is (a file upload); the answer is JSON as for `call`.
+   * `onProgress` hears the bytes handed to the connection so far.
+   */
   async callRaw<T>(
     method: string,
     path: string,
-    body: { data: Buffer | string; contentType: string },
+    body: { data: Buffer; contentType: string },
     headers: Readonly<Record<string, string>> = {},
+    onProgress?: (sent: number, total: number) => void,
   ): Promise<T> {
-    return this.send<T>(method, path, body, headers);
+    return this.send<T>(
+      method,
+      path,
+      {
+        data: onProgress === undefined ? body.data : counted(body.data, onProgress),
+        contentType: body.contentType,
+      },
+      headers,
+    );
   }
 
   private async send<T>(
     method: string,
     path: string,
-    body: { data: Buffer | string; contentType: string } | undefined,
+    body: { data: Buffer | string | ReadableStream<Uint8Array>; contentType: string } | undefined,
     headers: Readonly<Record<string, string>>,
   ): Promise<T> {
     const url = new URL(path, this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
@@ -55,7 +91,8 @@ export class ApiClient {
           ...headers,
         },
         ...(body === undefined ? {} : { body: body.data }),
-      });
+        ...(body?.data instanceof ReadableStream ? { duplex: 'half' } : {}),
+      } as RequestInit);
     } catch (err) {
       throw new CliExit(
         EXIT.ERROR,
@@ -87,7 +124,7 @@ export class ApiClient {
     const e = answer.error;
     const code = e?.code ?? response.headers.get('touchstone-error-code') ?? answer.code;
     const message = e?.message ?? answer.message ?? 'request failed';
-    const details = (e?.details ?? []).map((d) => `\n  ${d.path}: ${d.message}`).join('');
+
     const requestId = e?.requestId ?? response.headers.get('x-request-id');
     const hint =
       response.status === 401
@@ -95,7 +132,7 @@ export class ApiClient {
         : '';
     throw new CliExit(
       response.status === 400 ? EXIT.USAGE : EXIT.ERROR,
-      `${code ?? response.status}: ${message}${details}${hint}${requestId ? `\n(request id ${requestId})` : ''}`,
+      `${code ?? response.status}: ${withDetails(message, e?.details ?? [])}${hint}${requestId ? `\n(request id ${requestId})` : ''}`,
     );
   }
 }

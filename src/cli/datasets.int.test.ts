@@ -1,13 +1,24 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, freePort, type ServerProcess, startServer } from '../../test/support/process.js';
+import {
+  cli,
+  cliOnTerminal,
+  freePort,
+  type ServerProcess,
+  startServer,
+} from '../../test/support/process.js';
+import { ApiClient } from './client.js';
 
-/** `touchstone datasets upload|import`, the real process: local data dir and `--server`. */
+/**
+ * `touchstone datasets list|upload|import` and `evaluators list`, the real process: local data dir
+ * and `--server`.
+ */
 
-describe('touchstone datasets', () => {
+// Each CLI process takes seconds on a loaded machine.
+describe('touchstone datasets', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'touchstone-cli-datasets-'));
   const jsonl = join(dir, 'qa.jsonl');
   const parquet = join(dir, 'qa.parquet');
@@ -113,5 +124,90 @@ describe('touchstone datasets', () => {
     expect(outside.stdout).toBe('');
     expect(outside.stderr).toContain('DATASET_URI_REFUSED');
     expect(outside.stderr).toMatch(/incoming\/default\/[\s\S]*\(request id [0-9a-f-]{36}\)/);
+  });
+
+  it('reports the bytes of an upload as they are sent, and the server’s early refusal', async () => {
+    const client = new ApiClient(base, undefined);
+    const rows = Array.from({ length: 20_000 }, (_, i) =>
+      JSON.stringify({ id: `r${i}`, input: `question ${i} ${'x'.repeat(100)}` }),
+    );
+    const data = Buffer.from(`${rows.join('\n')}\n`);
+    const heard: [number, number][] = [];
+    const result = await client.callRaw<{ records: number }>(
+      'POST',
+      'v1alpha1/datasets/big/upload?format=jsonl',
+      { data, contentType: 'application/jsonl' },
+      {},
+      (sent, total) => heard.push([sent, total]),
+    );
+    expect(result.records).toBe(20_000);
+    expect(heard.length).toBeGreaterThan(2);
+    expect(heard[0]).toEqual([0, data.length]);
+    expect(heard.at(-1)).toEqual([data.length, data.length]);
+    expect(
+      heard.every(([sent], i) => i === 0 || sent > (heard[i - 1] as [number, number])[0]),
+    ).toBe(true);
+    // Refused before the body is read: the answer still arrives.
+    await expect(
+      client.callRaw(
+        'POST',
+        'v1alpha1/datasets/Bad%20Name/upload',
+        {
+          data,
+          contentType: 'application/jsonl',
+        },
+        {},
+        () => {},
+      ),
+    ).rejects.toMatchObject({
+      code: 2,
+      message: expect.stringContaining('DATASET_INVALID_REQUEST'),
+    });
+  });
+
+  it('draws the bytes sent of an upload on a terminal, and prints nothing of it when piped', () => {
+    const big = join(dir, 'big.jsonl');
+    writeFileSync(
+      big,
+      Array.from({ length: 30_000 }, (_, i) => JSON.stringify({ input: `q${i} ${'x'.repeat(80)}` }))
+        .join('\n')
+        .concat('\n'),
+    );
+    const mib = (statSync(big).size / 1024 / 1024).toFixed(1);
+    const terminal = cliOnTerminal(['datasets', 'upload', big, '--name', 'big', '--server', base]);
+    expect(terminal.code, terminal.output).toBe(0);
+    expect(terminal.output).toContain(`uploading ${'█'.repeat(24)} ${mib}/${mib} MiB (100%)`);
+    expect(terminal.output).toMatch(/datasets\/default\/big\/[0-9a-f]{64}\.jsonl/);
+    const piped = cli(['datasets', 'upload', big, '--name', 'big', '--server', base]);
+    expect(piped.code).toBe(0);
+    expect(piped.stderr).not.toContain('uploading');
+  });
+
+  it('lists the published datasets of the local data dir and of a server', () => {
+    const local = cli(['datasets', 'list', '--project', 'p1', '--data-dir', join(dir, 'local')]);
+    expect(local.code, local.stderr).toBe(0);
+    expect(local.stdout).toMatch(/^NAME\s+RECORDS\s+BYTES\s+UPLOADED\s+PATH\n/);
+    expect(local.stdout).toMatch(/\nqa\s+2\s+\d+\s+\S+Z\s+datasets\/p1\/qa\/[0-9a-f]{64}\.jsonl\n/);
+    const remote = cli(['datasets', 'list', '--server', base, '--json']);
+    expect(remote.code, remote.stderr).toBe(0);
+    const listed = JSON.parse(remote.stdout) as { name: string; records: number }[];
+    expect(listed.map((d) => [d.name, d.records])).toEqual(
+      expect.arrayContaining([
+        ['pq', 3],
+        ['more', 1],
+      ]),
+    );
+  });
+
+  it('lists evaluator types with what they need and their params', () => {
+    const r = cli(['evaluators', 'list']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('regex-match (cheap; needs output)\n  Output matches');
+    expect(r.stdout).toMatch(/\n {2}params: pattern \(required\), fullMatch, flags\n/);
+    expect(r.stdout).toMatch(/llm-judge \(calls a judge model; needs [^)]*\)/);
+    const remote = cli(['evaluators', 'list', '--server', base.replace('http://', ''), '--json']);
+    expect(remote.code, remote.stderr).toBe(0);
+    const types = JSON.parse(remote.stdout) as { type: string; params: { required?: string[] } }[];
+    expect(types.find((t) => t.type === 'regex-match')?.params.required).toEqual(['pattern']);
   });
 });

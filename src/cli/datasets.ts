@@ -6,10 +6,14 @@ import {
   createDatasetService,
   DATASET_LIMITS,
   type DatasetFormat,
+  type DatasetService,
   type DatasetUploadResult,
+  type DatasetView,
 } from '../datasets/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO } from './io.js';
+import { BYTES, ProgressDisplay } from './progress.js';
+import { listResources, type ResourceFlags, type ResourceScope } from './resources.js';
 import { configFromFlags } from './serve.js';
 import { remoteOrLocal, type TargetFlags, targetOptions } from './target.js';
 
@@ -71,7 +75,7 @@ function print(io: CliIO, flags: { json?: boolean }, result: DatasetUploadResult
 
 /** The local data dir's dataset service, as the server would build it from the same config. */
 async function locally<T>(
-  flags: DatasetFlags,
+  flags: TargetFlags,
   io: CliIO,
   fn: (service: ReturnType<typeof createDatasetService>) => Promise<T>,
 ): Promise<T> {
@@ -100,10 +104,38 @@ function datasetOptions(cmd: Command): Command {
   );
 }
 
+/** Runs against a server, or on the local configuration's dataset root. */
+const withDatasets: ResourceScope<DatasetService> = (flags, io, remote, local) =>
+  remoteOrLocal(flags, io, remote, () => locally(flags, io, local));
+
 export function datasetsCommand(program: Command, io: CliIO): void {
   const datasets = program
     .command('datasets')
-    .description('Upload and import datasets for offline runs (docs/datasets.md).');
+    .description('List, upload and import datasets for offline runs (docs/datasets.md).');
+
+  targetOptions(
+    datasets
+      .command('list')
+      .description(
+        "List a project's published datasets: the paths a run spec's dataset.path takes.",
+      )
+      .option('-p, --project <name>', "project (default: the key's project, or default)"),
+  ).action(async (flags: ResourceFlags) => {
+    await listResources<DatasetView>(
+      withDatasets,
+      flags,
+      io,
+      'datasets',
+      ['NAME', 'RECORDS', 'BYTES', 'UPLOADED', 'PATH'],
+      (d) => [
+        d.name,
+        d.records === undefined ? '-' : String(d.records),
+        String(d.bytes),
+        d.uploadedAt,
+        d.path,
+      ],
+    );
+  });
 
   datasetOptions(
     datasets
@@ -121,16 +153,24 @@ export function datasetsCommand(program: Command, io: CliIO): void {
     const result = await remoteOrLocal(
       flags,
       io,
-      (c) =>
-        c.callRaw<DatasetUploadResult>(
-          'POST',
-          `v1alpha1/datasets/${encodeURIComponent(flags.name)}/upload${query === '' ? '' : `?${query}`}`,
-          {
-            data: body,
-            contentType: format === undefined ? 'application/octet-stream' : CONTENT_TYPE[format],
-          },
-          idempotencyHeader(flags),
-        ),
+      async (c) => {
+        // Bytes sent of the file (a bar on a terminal, a line every 5 s otherwise).
+        const progress = new ProgressDisplay(io.stderr, { unit: BYTES, plainFirstAfterMs: 5_000 });
+        try {
+          return await c.callRaw<DatasetUploadResult>(
+            'POST',
+            `v1alpha1/datasets/${encodeURIComponent(flags.name)}/upload${query === '' ? '' : `?${query}`}`,
+            {
+              data: body,
+              contentType: format === undefined ? 'application/octet-stream' : CONTENT_TYPE[format],
+            },
+            idempotencyHeader(flags),
+            (sent, total) => progress.update(sent, total, 'uploading'),
+          );
+        } finally {
+          progress.end();
+        }
+      },
       () =>
         locally(flags, io, (service) =>
           service.upload(

@@ -4,10 +4,10 @@ import { pino } from 'pino';
 import { createEvaluationService, createJudgeHttpClient } from '../app.js';
 import { type Result, scoreNumber, systemClock } from '../core/index.js';
 import type { EvaluatorRef, RecordResults } from '../evaluators/index.js';
-import { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { configFromFlags } from './serve.js';
+import { namedServer } from './target.js';
 
 /**
  * `-e latency:thresholdMs=2000,unit=ms` → {ref: 'latency', params: {thresholdMs: 2000, unit: 'ms'}}.
@@ -123,7 +123,10 @@ export function evaluateCommand(program: Command, io: CliIO, stdin: () => string
     )
     .option('--judge <name>', 'judge from the config to use for judge evaluators')
     .option('--project <name>', 'project (server mode)')
-    .option('--server <url>', 'evaluate on this server (default: $TOUCHSTONE_SERVER, else locally)')
+    .option(
+      '--server <url>',
+      'evaluate on this server, URL or HOST:PORT (default: $TOUCHSTONE_SERVER, else locally)',
+    )
     .option('-c, --config <file>', 'YAML config file (local mode: judges)')
     .option('--json', 'print the results as JSON')
     .action(
@@ -143,10 +146,9 @@ export function evaluateCommand(program: Command, io: CliIO, stdin: () => string
           ...(flags.judge === undefined ? {} : { judge: flags.judge }),
           ...(flags.project === undefined ? {} : { project: flags.project }),
         };
-        const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
+        const client = namedServer(flags, io);
         let results: RecordResults[];
-        if (server !== undefined && server !== '') {
-          const client = new ApiClient(server, io.env.TOUCHSTONE_API_KEY);
+        if (client !== undefined) {
           results = (
             await client.call<{ results: RecordResults[] }>('POST', 'v1alpha1/evaluate', request)
           ).results;

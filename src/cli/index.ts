@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { datasetsCommand } from './datasets.js';
 import { evaluateCommand } from './evaluate.js';
+import { evaluatorsCommand } from './evaluators.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
@@ -44,13 +45,31 @@ export async function runCli(
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
     })
-    .showHelpAfterError('(run with --help for usage)');
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText(
+      'after',
+      `
+Where commands work:
+  With --server URL (or HOST:PORT), on that server. Without one, on the local data dir
+  (./.touchstone, or --data-dir); when the working directory has none, on the server running
+  at 127.0.0.1:4318 if there is one. Which one is used is said on stderr.
+
+Environment:
+  TOUCHSTONE_SERVER    server for commands given no --server (e.g. http://127.0.0.1:4318)
+  TOUCHSTONE_API_KEY   API key sent to the server as "Authorization: Bearer <key>"
+  TOUCHSTONE_*         server settings (e.g. TOUCHSTONE_DATA_DIR, TOUCHSTONE_STORE__DRIVER);
+                       see docs/configuration.md
+
+Exit codes: 0 success, 1 error, 2 usage or validation error, 3 a run's gate failed.
+Docs: docs/cli.md`,
+    );
   serveCommand(program, io, (code) => finish(code));
   program.hook('preAction', (_cmd, action) => {
     serving = action.name() === 'serve';
   });
   keysCommand(program, io);
   evaluateCommand(program, io, stdin);
+  evaluatorsCommand(program, io);
   tracesCommand(program, io);
   webhookCommand(program, io, stdin);
   policyCommand(program, io, stdin);

@@ -25,12 +25,25 @@ export function describeError(err: unknown): { code: ExitCode; text: string } {
   if (err instanceof CliExit) return { code: err.code, text: err.message };
   if (isTouchstoneError(err)) {
     const usage = err.kind === 'invalid_argument' || err.kind === 'failed_precondition';
-    const details = err.message.includes('\n')
-      ? ''
-      : err.details.map((d) => `\n  ${d.path}: ${d.message}`).join('');
-    return { code: usage ? EXIT.USAGE : EXIT.ERROR, text: `${err.message}${details}` };
+    const text = err.message.includes('\n') ? err.message : withDetails(err.message, err.details);
+    return { code: usage ? EXIT.USAGE : EXIT.ERROR, text };
   }
   return { code: EXIT.ERROR, text: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * An error's message with its details, each once on its own line. Messages that already list
+ * the details on one line (`invalid policy: a: …; b: …`) are cut to their headline first.
+ */
+export function withDetails(
+  message: string,
+  details: readonly { path: string; message: string }[],
+): string {
+  if (details.length === 0) return message;
+  const first = details[0] as { path: string; message: string };
+  const at = message.indexOf(`${first.path}: ${first.message}`);
+  const headline = at > 0 ? message.slice(0, at).replace(/[\s:;,]+$/, '') : message;
+  return `${headline}${details.map((d) => `\n  ${d.path}: ${d.message}`).join('')}`;
 }
 
 /** Renders rows as an aligned text table. */

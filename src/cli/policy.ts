@@ -163,6 +163,7 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
       .requiredOption('--since <time>', 'RFC 3339 time, e.g. 2026-01-02T00:00:00Z')
       .option('-p, --project <name>', 'project'),
   ).action(async (name: string, flags: Flags & { since: string }) => {
+    let local = false;
     const out = await withPolicies(
       flags,
       io,
@@ -174,16 +175,17 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
             since: flags.since,
           },
         ),
-      (s) => s.rescore(OPEN_PRINCIPAL, flags.project, name, flags.since),
+      (s) => {
+        local = true;
+        return s.rescore(OPEN_PRINCIPAL, flags.project, name, flags.since);
+      },
     );
     printResult(
       io,
       flags,
       out,
       `queued ${out.queued} trace(s) started since ${out.since} for policy ${name}` +
-        (flags.server === undefined && io.env.TOUCHSTONE_SERVER === undefined
-          ? '\n(a running server scores them; this command only queues)'
-          : ''),
+        (local ? '\n(a running server scores them; this command only queues)' : ''),
     );
   });
 }

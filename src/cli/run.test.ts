@@ -1,19 +1,6 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { errorReasons, ProgressDisplay } from './run.js';
+import { errorReasons } from './run.js';
 import { exitCodeFor, gateLines, type RunJson, runReport, summaryTable } from './runs.js';
-
-function sink(tty: boolean) {
-  let text = '';
-  const out = new Writable({
-    write(chunk, _enc, done) {
-      text += String(chunk);
-      done();
-    },
-  }) as Writable & { isTTY?: boolean };
-  out.isTTY = tty;
-  return { out, text: () => text };
-}
 
 const RUN = {
   id: 'run_1',
@@ -99,42 +86,5 @@ describe('run report', () => {
         { results: [{ evaluator: 'exact-match', outcome: 'OUTCOME_SCORED' }] },
       ]),
     ).toEqual(['2× TARGET_TIMEOUT: slow', '1× judge: JUDGE_UNAVAILABLE']);
-  });
-});
-
-describe('progress display', () => {
-  it('redraws one bar in place on a terminal, with rate and ETA', () => {
-    let now = 0;
-    const s = sink(true);
-    const p = new ProgressDisplay(s.out, () => now);
-    p.update(0, 0, 'RUN_STATUS_RUNNING');
-    expect(s.text()).toBe('');
-    p.update(0, 100, 'RUN_STATUS_RUNNING');
-    now = 10_000;
-    p.update(50, 100, 'RUN_STATUS_RUNNING');
-    p.end();
-    const frames = s.text().split('\r\x1b[K').filter(Boolean);
-    expect(frames).toHaveLength(2);
-    expect(frames[1]).toMatch(/^running █{12}░{12} 50\/100 items \(50%\) {2}5\/s {2}ETA 10s\n$/);
-  });
-
-  it('writes plain lines at most every few seconds otherwise, and the last one', () => {
-    let now = 0;
-    const s = sink(false);
-    const p = new ProgressDisplay(s.out, () => now, 5_000);
-    p.update(1, 10, 'RUN_STATUS_RUNNING');
-    now = 1_000;
-    p.update(2, 10, 'RUN_STATUS_RUNNING');
-    now = 6_000;
-    p.update(6, 10, 'RUN_STATUS_RUNNING');
-    now = 7_000;
-    p.update(10, 10, 'RUN_STATUS_SUCCEEDED');
-    p.end();
-    expect(s.text().split('\n').filter(Boolean)).toEqual([
-      'progress: 1/10 items (10%)  -/s  ETA -',
-      'progress: 6/10 items (60%)  0.8/s  ETA 5s',
-      'progress: 10/10 items (100%)  1.3/s  ETA -',
-    ]);
-    expect(s.text()).not.toContain('\r');
   });
 });

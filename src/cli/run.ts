@@ -2,20 +2,19 @@ import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { isFinal, runView } from '../runs/index.js';
-import { ApiClient } from './client.js';
+import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { CliExit, type CliIO, readText, yamlDocuments } from './io.js';
+import { ProgressDisplay, type Writable } from './progress.js';
 import {
-  duration,
   exitCodeFor,
-  fmt,
   type LocalRuns,
   openLocalRuns,
   type RunJson,
   runReport,
   statusText,
 } from './runs.js';
-import type { TargetFlags } from './target.js';
+import { namedServer, type TargetFlags } from './target.js';
 
 /**
  * `touchstone run -f spec.yaml`: creates a run and, by default, waits for it with a progress
@@ -30,61 +29,6 @@ export interface RunFlags extends TargetFlags {
   /** `--wait` (the default) or `--no-wait`; commander leaves it unset when neither is given. */
   wait?: boolean;
   idempotencyKey?: string;
-}
-
-type Writable = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-
-/**
- * Progress on stderr (stdout stays for the report and `--json`): on a terminal one bar redrawn in
- * place (items = records × trials done of total, rate, ETA), otherwise a plain line at most every
- * `plainEveryMs` and when the count reaches the total.
- */
-export class ProgressDisplay {
-  private readonly tty: boolean;
-  private first: { at: number; done: number } | undefined;
-  private lastLine: number | undefined;
-  private lastDone = -1;
-  private drawn = false;
-
-  constructor(
-    private readonly out: Writable,
-    private readonly now: () => number = Date.now,
-    private readonly plainEveryMs = 5_000,
-  ) {
-    this.tty = out.isTTY === true;
-  }
-
-  update(done: number, total: number, status: string): void {
-    // Before the executor has read the dataset the total is not known yet.
-    if (total === 0) return;
-    const t = this.now();
-    if (this.first === undefined || done < this.first.done) this.first = { at: t, done };
-    const elapsed = (t - this.first.at) / 1000;
-    const rate = elapsed > 0 ? (done - this.first.done) / elapsed : 0;
-    const eta = rate > 0 && total > done ? ((total - done) / rate) * 1000 : undefined;
-    const pct = total > 0 ? Math.floor((done / total) * 100) : 0;
-    const stats = `${done}/${total} items (${pct}%)  ${rate > 0 ? `${fmt(rate, 1)}/s` : '-/s'}  ETA ${eta === undefined ? '-' : duration(eta)}`;
-    if (this.tty) {
-      const width = 24;
-      const filled = total > 0 ? Math.round((done / total) * width) : 0;
-      const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
-      this.out.write(`\r\x1b[K${statusText(status).toLowerCase()} ${bar} ${stats}`);
-      this.drawn = true;
-      return;
-    }
-    const finished = done === total && done !== this.lastDone;
-    const due = this.lastLine === undefined || t - this.lastLine >= this.plainEveryMs;
-    if ((!due && !finished) || done === this.lastDone) return;
-    this.lastLine = t;
-    this.lastDone = done;
-    this.out.write(`progress: ${stats}\n`);
-  }
-
-  /** Ends the bar's line so what follows starts clean. */
-  end(): void {
-    if (this.tty && this.drawn) this.out.write('\n');
-    this.drawn = false;
-  }
 }
 
 /** The spec file as a value; YAML syntax errors are usage errors naming line and column. */
@@ -255,7 +199,7 @@ export function runCommand(program: Command, io: CliIO, stdin: () => string): vo
     .option('-p, --project <name>', 'project, unless the spec names one')
     .option(
       '--server <url>',
-      'server URL (default: $TOUCHSTONE_SERVER; without one the run executes here, on the local data dir)',
+      'server URL or HOST:PORT (default: $TOUCHSTONE_SERVER; without one the run executes here, on the local data dir)',
     )
     .option('--wait', 'wait until the run is final (the default)')
     .option('--no-wait', 'with --server: print the created run and return at once')
@@ -275,8 +219,8 @@ export function runCommand(program: Command, io: CliIO, stdin: () => string): vo
 /** The whole `run` command; resolves to its exit code. */
 export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): Promise<ExitCode> {
   const spec = readSpec(flags.file, stdin);
-  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-  const remote = server !== undefined && server !== '';
+  const client = namedServer(flags, io);
+  const remote = client !== undefined;
   const wait = flags.wait !== false;
   if (!remote && !wait) {
     throw new CliExit(
@@ -284,17 +228,18 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
       '--no-wait needs --server: without a server the run executes in this process',
     );
   }
-  const backend: RunsBackend = remote
-    ? remoteRuns(
-        new ApiClient(server, io.env.TOUCHSTONE_API_KEY),
-        flags.project,
-        flags.idempotencyKey,
-      )
-    : localRuns(
-        await openLocalRuns(flags, io, {
-          baseDir: flags.file === '-' ? resolve('.') : dirname(resolve(flags.file)),
-        }),
-      );
+  let backend: RunsBackend;
+  let where: string;
+  if (client !== undefined) {
+    backend = remoteRuns(client, flags.project, flags.idempotencyKey);
+    where = `on ${client.baseUrl}`;
+  } else {
+    const local = await openLocalRuns(flags, io, {
+      baseDir: flags.file === '-' ? resolve('.') : dirname(resolve(flags.file)),
+    });
+    backend = localRuns(local);
+    where = `executing here, on the ${local.location}`;
+  }
   try {
     const created = await backend.create(spec, flags.project);
     if (!wait) {
@@ -306,9 +251,7 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
       return EXIT.OK;
     }
     const progress = new ProgressDisplay(io.stderr as Writable);
-    io.stderr.write(
-      `run ${created.id} "${created.name}" (project ${created.project}) ${remote ? `on ${server}` : 'executing here'}\n`,
-    );
+    io.stderr.write(`run ${created.id} "${created.name}" (project ${created.project}) ${where}\n`);
     const stop = new AbortController();
     let interrupted = false;
     io.onShutdownSignal(async () => {
@@ -324,7 +267,12 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
     try {
       final = await backend.wait(
         created.id,
-        (run) => progress.update(run.progress.done, run.progress.total, run.status),
+        (run) =>
+          progress.update(
+            run.progress.done,
+            run.progress.total,
+            statusText(run.status).toLowerCase(),
+          ),
         stop.signal,
       );
     } catch (err) {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { createEvaluationService, createJudgeHttpClient } from '../app.js';
@@ -140,6 +141,8 @@ export function runReport(run: RunJson): string {
 
 /** Runs on the local data dir: the server's own service and executor, in this process. */
 export interface LocalRuns {
+  /** Where the runs are kept, for messages: `data dir /abs/path` or `PostgreSQL`. */
+  readonly location: string;
   readonly service: RunService;
   readonly executor: RunExecutor;
   close(): Promise<void>;
@@ -202,6 +205,8 @@ export async function openLocalRuns(
     const opened = datasets;
     let closing: Promise<void> | undefined;
     return {
+      location:
+        config.store.driver === 'sqlite' ? `data dir ${resolve(config.data_dir)}` : 'PostgreSQL',
       service,
       executor,
       close() {

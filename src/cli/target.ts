@@ -1,9 +1,13 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
+import { splitListen } from '../config/index.js';
 import { systemClock } from '../core/index.js';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, SQLITE_FILE_NAME, type Store } from '../store/index.js';
 import { ApiClient } from './client.js';
-import type { CliIO } from './io.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type CliIO } from './io.js';
 import { configFromFlags, type ServerFlags } from './serve.js';
 
 export interface TargetFlags extends ServerFlags {
@@ -12,20 +16,110 @@ export interface TargetFlags extends ServerFlags {
 }
 
 /**
+ * `--server` (or TOUCHSTONE_SERVER) as a URL. Without a scheme, `host:port` means
+ * `http://host:port`, or `https://host` when the port is 443.
+ */
+export function serverUrl(raw: string, source = '--server'): string {
+  const schemed = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw);
+  let url: URL;
+  try {
+    url = new URL(schemed ? raw : `http://${raw}`);
+  } catch {
+    throw new CliExit(
+      EXIT.USAGE,
+      `${source} is not a URL: expected http://HOST:PORT, https://HOST or HOST:PORT`,
+    );
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new CliExit(EXIT.USAGE, `${source} must be an http:// or https:// URL`);
+  }
+  if (!schemed && url.port === '443') url.protocol = 'https:';
+  return url.href.replace(/\/$/, '');
+}
+
+/** A client of the server `--server` or TOUCHSTONE_SERVER names; undefined when neither does. */
+export function namedServer(flags: { server?: string }, io: CliIO): ApiClient | undefined {
+  const raw = flags.server ?? io.env.TOUCHSTONE_SERVER;
+  if (raw === undefined || raw === '') return undefined;
+  const source = flags.server === undefined ? 'TOUCHSTONE_SERVER' : '--server';
+  return new ApiClient(serverUrl(raw, source), io.env.TOUCHSTONE_API_KEY);
+}
+
+/** Where the local server answers: the configured listen address, loopback for a wildcard. */
+function localServerUrl(listen: string): string {
+  const { host, port } = splitListen(listen);
+  const reachable = host === '' || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
+}
+
+/** Whether a Touchstone server answers `/healthz` at `url` (a refused connection fails at once). */
+async function answersAsTouchstone(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+    const body = (await res.json()) as { service?: unknown };
+    return res.ok && body.service === 'touchstone';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The server a command without `--server` talks to, if any. A data dir the user named (flag,
+ * config file, TOUCHSTONE_DATA_DIR, or another store) is used as it is. The default one
+ * (`./.touchstone`) is named on stderr, since it depends on the working directory; when it holds
+ * no database, a server answering at the configured listen address (127.0.0.1:4318 unless set)
+ * is used instead, so a command run outside the server's directory does not read an empty one.
+ */
+async function implicitTarget(flags: TargetFlags, io: CliIO): Promise<ApiClient | undefined> {
+  const named = namedServer(flags, io);
+  if (named !== undefined) return named;
+  if (
+    flags.dataDir !== undefined ||
+    flags.config !== undefined ||
+    io.env.TOUCHSTONE_DATA_DIR !== undefined
+  ) {
+    return undefined;
+  }
+  const config = configFromFlags(flags, io);
+  if (config.store.driver !== 'sqlite') return undefined;
+  const dir = resolve(config.data_dir);
+  if (existsSync(join(dir, SQLITE_FILE_NAME))) {
+    io.stderr.write(`touchstone: no --server given; using the data dir ${dir}\n`);
+    return undefined;
+  }
+  const url = localServerUrl(config.listen);
+  if (await answersAsTouchstone(url)) {
+    io.stderr.write(
+      `touchstone: no --server given and no data dir here; using the server running at ${url}\n`,
+    );
+    return new ApiClient(url, io.env.TOUCHSTONE_API_KEY);
+  }
+  io.stderr.write(
+    `touchstone: no --server given and no server at ${url}; using a new data dir ${dir}\n`,
+  );
+  return undefined;
+}
+
+/** A command's choice of target, made once even when it calls the target page by page. */
+const chosen = new WeakMap<object, Promise<ApiClient | undefined>>();
+
+/**
  * Calls `remote` with a client of the server `--server` / TOUCHSTONE_SERVER names, or, without
- * one, `local`, which works on the local data dir.
+ * one, `local`, which works on the local data dir (see `implicitTarget`).
  */
 export async function remoteOrLocal<T>(
-  flags: { server?: string },
+  flags: TargetFlags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
   local: () => Promise<T>,
 ): Promise<T> {
-  const server = flags.server ?? io.env.TOUCHSTONE_SERVER;
-  if (server !== undefined && server !== '') {
-    return remote(new ApiClient(server, io.env.TOUCHSTONE_API_KEY));
+  let target = chosen.get(flags);
+  if (target === undefined) {
+    target = implicitTarget(flags, io);
+    chosen.set(flags, target);
   }
-  return local();
+  const client = await target;
+  return client === undefined ? local() : remote(client);
 }
 
 /** Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, the local data dir. */
@@ -53,7 +147,7 @@ export function targetOptions(cmd: Command): Command {
   return cmd
     .option(
       '--server <url>',
-      'server URL (default: $TOUCHSTONE_SERVER; without one, the local data dir)',
+      'server URL or HOST:PORT (default: $TOUCHSTONE_SERVER; without one, the local data dir)',
     )
     .option('-c, --config <file>', 'YAML config file (local mode)')
     .option('--data-dir <dir>', 'data directory (local mode, default ./.touchstone)')

@@ -6,6 +6,7 @@ import type { StoredTrace } from '../store/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { type TargetFlags, targetOptions, withTarget } from './target.js';
+import { traceView } from './trace-view.js';
 
 interface ListFlags extends TargetFlags {
   project?: string;
@@ -17,6 +18,7 @@ interface ListFlags extends TargetFlags {
   error?: boolean;
   source?: string;
   limit: string;
+  quiet?: boolean;
 }
 
 export function labelMap(pairs: string[] | undefined): Record<string, string> {
@@ -44,7 +46,8 @@ export function tracesCommand(program: Command, io: CliIO): void {
       .option('-l, --label <key=value...>', 'only traces with these labels')
       .option('--error', 'only traces with an error')
       .option('--source <name>', 'only traces pulled by this source')
-      .option('-n, --limit <n>', 'most traces to show', '50'),
+      .option('-n, --limit <n>', 'most traces to show', '50')
+      .option('-q, --quiet', 'print only the trace ids, one a line'),
   ).action(async (flags: ListFlags) => {
     const limit = Number(flags.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
@@ -81,6 +84,10 @@ export function tracesCommand(program: Command, io: CliIO): void {
       io.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
       return;
     }
+    if (flags.quiet) {
+      io.stdout.write(items.map((t) => `${t.traceId}\n`).join(''));
+      return;
+    }
     const rows = items.map((t) => [
       t.traceId,
       t.service,
@@ -101,10 +108,15 @@ export function tracesCommand(program: Command, io: CliIO): void {
   targetOptions(
     traces
       .command('get')
-      .description('Show one trace: its summary and full record with the trajectory (JSON).')
+      .description(
+        'Show one trace: its summary and the trajectory as a tree of steps (on a terminal), or its full record as JSON (--json, and when piped).',
+      )
       .argument('<trace-id>', '32-character hex trace id')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (traceId: string, flags: TargetFlags & { project?: string }) => {
+      .option('-p, --project <name>', 'project')
+      .option('--tree', 'print the tree of steps even when piped'),
+  ).action(async (traceId: string, flags: TargetFlags & { project?: string; tree?: boolean }) => {
+    if (flags.json && flags.tree)
+      throw new CliExit(EXIT.USAGE, '--json and --tree exclude each other');
     const found = await withTarget<{ trace: TraceSummary | StoredTrace; record: EvalRecord }>(
       flags,
       io,
@@ -115,6 +127,8 @@ export function tracesCommand(program: Command, io: CliIO): void {
         ),
       (store) => new TraceQueries(store).get(OPEN_PRINCIPAL, flags.project, traceId),
     );
-    io.stdout.write(`${JSON.stringify(found, null, 2)}\n`);
+    // Scripts that pipe the output keep getting the JSON they always got.
+    const tree = flags.tree === true || (flags.json !== true && io.stdout.isTTY === true);
+    io.stdout.write(tree ? `${traceView(found)}\n` : `${JSON.stringify(found, null, 2)}\n`);
   });
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -76,7 +76,11 @@ describe('config loading', () => {
     // A plumbing variable missing from the exclusions makes every server a test starts refuse
     // its configuration ("unknown field"), so the names are taken from the files that read them.
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const files = [join(root, '.ci/run'), ...sourceFiles(join(root, 'test')), ...sourceFiles(join(root, 'bench'))];
+    const files = [
+      join(root, '.ci/run'),
+      ...sourceFiles(join(root, 'test')),
+      ...sourceFiles(join(root, 'bench')),
+    ];
     const names = new Set<string>();
     const read = /(?:process\.env\.|export )(TOUCHSTONE_[A-Z0-9_]*[A-Z0-9])\b/g;
     for (const file of files) {

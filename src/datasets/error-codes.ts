@@ -7,7 +7,7 @@ import { defineErrors } from '../core/index.js';
 export const DatasetErrors = defineErrors({
   DATASET_INVALID_REQUEST: {
     kind: 'invalid_argument',
-    doc: 'The upload or import request is malformed: the dataset name, project or format is invalid (`details` names the field).',
+    doc: 'The upload, import or list request is malformed: the dataset name, project, format or page token is invalid (`details` names the field).',
   },
   DATASET_FORMAT_INVALID: {
     kind: 'invalid_argument',

@@ -46,7 +46,6 @@ export {
   type DatasetServiceDeps,
   type DatasetTarget,
   type DatasetUploadResult,
-  type DatasetVersion,
   type DatasetView,
 } from './service.js';
 

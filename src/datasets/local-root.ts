@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import type { Dirent } from 'node:fs';
 import { mkdir, open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isTouchstoneError, withoutTrailingSlashes } from '../core/index.js';
+import { isTouchstoneError } from '../core/index.js';
 import { DatasetErrors } from './error-codes.js';
 import type { DatasetRoot, StoredObject } from './root.js';
+
+/** What `put` writes before renaming: never listed. */
+const TEMP_FILE = /\.tmp-[0-9a-f]{12}$/;
 
 function fsCode(err: unknown): string {
   const code = (err as { code?: unknown }).code;
@@ -110,31 +114,54 @@ export class LocalDatasetRoot implements DatasetRoot {
     }
   }
 
-  async list(prefix: string, limit: number): Promise<StoredObject[]> {
-    const dir = this.file(withoutTrailingSlashes(prefix));
-    let names: string[];
+  /** The keys of regular files under `dir` (symbolic links are not followed), unsorted. */
+  private async keysUnder(dir: string, key: string, out: string[]): Promise<void> {
+    let entries: Dirent[];
     try {
-      names = (await readdir(dir, { recursive: true })).sort();
+      entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {
-      if (fsCode(err) === 'ENOENT' || fsCode(err) === 'ENOTDIR') return [];
+      if (fsCode(err) === 'ENOENT' || fsCode(err) === 'ENOTDIR') return;
       throw DatasetErrors.DATASET_STORAGE_FAILED(
-        `listing ${prefix} under ${this.location} failed (${fsCode(err)})`,
+        `listing ${key} under ${this.location} failed (${fsCode(err)})`,
       );
     }
-    const out: StoredObject[] = [];
-    for (const name of names) {
-      if (out.length >= limit) break;
-      // A write in progress (put's temporary file) is not an object yet.
-      if (/\.tmp-[0-9a-f]+$/.test(name)) continue;
-      const info = await stat(join(dir, name)).catch(() => undefined);
-      if (info === undefined || !info.isFile()) continue;
-      out.push({
-        key: `${prefix}${name.split(sep).join('/')}`,
-        bytes: info.size,
-        modifiedAt: info.mtime.toISOString(),
-      });
+    for (const entry of entries) {
+      if (entry.isDirectory()) {
+        await this.keysUnder(join(dir, entry.name), `${key}${entry.name}/`, out);
+      } else if (entry.isFile() && !TEMP_FILE.test(entry.name)) {
+        out.push(`${key}${entry.name}`);
+      }
     }
-    return out;
+  }
+
+  async list(
+    prefix: string,
+    options: { after?: string | undefined; limit: number },
+  ): Promise<{ objects: StoredObject[]; truncated: boolean }> {
+    // Listings are by directory: the prefix is a folder (`datasets/<project>/`).
+    const folder = prefix.endsWith('/') ? prefix : `${prefix}/`;
+    const keys: string[] = [];
+    await this.keysUnder(this.file(folder.slice(0, -1)), folder, keys);
+    const after = options.after;
+    const selected = keys
+      .filter((k) => after === undefined || k > after)
+      .sort()
+      .slice(0, options.limit + 1);
+    const objects: StoredObject[] = [];
+    for (const key of selected.slice(0, options.limit)) {
+      try {
+        const info = await stat(this.file(key));
+        objects.push({ key, bytes: info.size, modifiedAt: info.mtime.toISOString() });
+      } catch (err) {
+        // Replaced or removed since it was listed.
+        if (fsCode(err) !== 'ENOENT') {
+          throw DatasetErrors.DATASET_STORAGE_FAILED(
+            `reading ${key} under ${this.location} failed (${fsCode(err)})`,
+          );
+        }
+      }
+    }
+    return { objects, truncated: selected.length > options.limit };
   }
 
   async close(): Promise<void> {}

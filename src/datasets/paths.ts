@@ -3,7 +3,8 @@ import { DatasetErrors } from './error-codes.js';
 /**
  * The names under the dataset root. A published dataset lives at
  * `datasets/<project>/<name>/<sha256>.jsonl` (what an upload returns as `path` and a run spec
- * takes as `dataset.path`); objects to import sit under `incoming/<project>/`.
+ * takes as `dataset.path`), its details at `meta/<project>/<name>/<sha256>.json`; objects to
+ * import sit under `incoming/<project>/`.
  */
 
 export const PROJECT_PATTERN = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
@@ -15,13 +16,31 @@ export function datasetPath(project: string, name: string, sha256: string): stri
   return `datasets/${project}/${name}/${sha256}.jsonl`;
 }
 
+/**
+ * Where a published dataset's details (its record count) are kept:
+ * `meta/<project>/<name>/<sha256>.json`, outside `datasets/` so that prefix holds only datasets.
+ */
+export function datasetMetaPath(path: string): string {
+  return `meta/${path.slice('datasets/'.length, -'.jsonl'.length)}.json`;
+}
+
+/** The parts of a published dataset's key, or undefined for another key. */
+export function datasetKeyParts(
+  key: string,
+): { project: string; name: string; sha256: string } | undefined {
+  const m = DATASET_PATH.exec(key);
+  if (m === null) return undefined;
+  const [, project, name, sha256] = m as unknown as [string, string, string, string];
+  return { project, name, sha256 };
+}
+
 /** The parts of a dataset path, or DATASET_PATH_INVALID naming what is wrong. */
 export function parseDatasetPath(
   path: string,
   project: string,
 ): { project: string; name: string; sha256: string } {
-  const m = DATASET_PATH.exec(path);
-  if (m === null) {
+  const parts = datasetKeyParts(path);
+  if (parts === undefined) {
     throw DatasetErrors.DATASET_PATH_INVALID(
       'dataset.path must be a path an upload returned: datasets/<project>/<name>/<sha256>.jsonl',
       {
@@ -34,14 +53,13 @@ export function parseDatasetPath(
       },
     );
   }
-  const [, owner, name, sha256] = m as unknown as [string, string, string, string];
-  if (owner !== project) {
+  if (parts.project !== project) {
     throw DatasetErrors.DATASET_PATH_INVALID(
-      `dataset.path belongs to project "${owner}", not "${project}"`,
-      { details: [{ path: 'dataset.path', message: `belongs to project "${owner}"` }] },
+      `dataset.path belongs to project "${parts.project}", not "${project}"`,
+      { details: [{ path: 'dataset.path', message: `belongs to project "${parts.project}"` }] },
     );
   }
-  return { project: owner, name, sha256 };
+  return parts;
 }
 
 /**

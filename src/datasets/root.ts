@@ -1,7 +1,9 @@
-/** An object under the root: its key relative to the root, size and last change. */
+/** An object under the root as a listing shows it. */
 export interface StoredObject {
+  /** Relative to the root. */
   key: string;
   bytes: number;
+  /** RFC 3339: when the object was last written. */
   modifiedAt: string;
 }
 
@@ -30,10 +32,13 @@ export interface DatasetRoot {
    */
   get(key: string, options: { maxBytes: number; within: string }): Promise<Buffer | undefined>;
   /**
-   * Objects whose keys start with `prefix` (ending in `/`), at most `limit`, in key order;
-   * temporary files of unfinished writes are left out.
+   * Objects whose key starts with `prefix`, in key order, after the key `after` (exclusive), at
+   * most `limit` of them; `truncated` when more follow.
    */
-  list(prefix: string, limit: number): Promise<StoredObject[]>;
+  list(
+    prefix: string,
+    options: { after?: string | undefined; limit: number },
+  ): Promise<{ objects: StoredObject[]; truncated: boolean }>;
   /** Releases connections. Safe twice. */
   close(): Promise<void>;
 }

@@ -43,31 +43,37 @@ function encodeSegment(segment: string): string {
   );
 }
 
+const XML_ENTITIES: Readonly<Record<string, string>> = {
+  '&amp;': '&',
+  '&lt;': '<',
+  '&gt;': '>',
+  '&quot;': '"',
+  '&apos;': "'",
+};
+
+/** The text of the first `<tag>` element in an S3 XML answer, entities decoded ('' if none). */
+function xmlText(xml: string | undefined, tag: string): string {
+  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml ?? '');
+  return (m?.[1] ?? '').replace(
+    /&(amp|lt|gt|quot|apos|#\d{1,7}|#x[0-9a-fA-F]{1,6});/g,
+    (e, ref: string) => (ref.startsWith('#') ? numericReference(e, ref) : (XML_ENTITIES[e] ?? e)),
+  );
+}
+
+/** `&#233;` / `&#xE9;` (S3 escapes control characters in keys so); left as is when not a code point. */
+function numericReference(entity: string, ref: string): string {
+  const code = ref.startsWith('#x') ? Number.parseInt(ref.slice(2), 16) : Number(ref.slice(1));
+  return code <= 0x10ffff ? String.fromCodePoint(code) : entity;
+}
+
 /** S3's error code from an XML error body (`<Code>AccessDenied</Code>`), when it is plain. */
 function s3ErrorCode(body: Buffer): string | undefined {
   const m = /<Code>([A-Za-z0-9.]{1,64})<\/Code>/.exec(body.subarray(0, 4096).toString('utf8'));
   return m?.[1];
 }
 
-/** The text of the first `<tag>` element in `xml`, entities decoded. */
-function xmlText(xml: string, tag: string): string | undefined {
-  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
-  if (m === null) return undefined;
-  return (m[1] as string).replace(
-    /&(lt|gt|quot|apos|amp|#\d+|#x[0-9a-fA-F]+);/g,
-    (_all, e: string) => {
-      const named: Record<string, string> = { lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' };
-      if (e in named) return named[e] as string;
-      return String.fromCodePoint(
-        e.startsWith('#x') ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)),
-      );
-    },
-  );
-}
-
 /**
- * The object calls the dataset root needs (PutObject, GetObject, HeadObject, DeleteObject,
- * ListObjectsV2),
+ * The calls the dataset root needs (PutObject, GetObject, HeadObject, DeleteObject, ListObjectsV2),
  * signed with SigV4 and sent through the product's guarded HTTP client. Errors name the operation,
  * the key and S3's status and error code, never a credential or a body.
  */
@@ -83,12 +89,14 @@ export class S3Client {
     return `s3://${this.options.bucket}/${key}`;
   }
 
+  /** The object's URL, or the bucket's for the key `''` (listings). */
   private url(key: string): URL {
     const path = key.split('/').map(encodeSegment).join('/');
     const url = new URL(this.base.toString());
     const prefix = withoutTrailingSlashes(url.pathname);
     if (this.options.pathStyle) {
-      url.pathname = `${prefix}/${encodeSegment(this.options.bucket)}/${path}`;
+      const bucket = `${prefix}/${encodeSegment(this.options.bucket)}`;
+      url.pathname = key === '' ? bucket : `${bucket}/${path}`;
     } else {
       url.hostname = `${this.options.bucket}.${url.hostname}`;
       url.pathname = `${prefix}/${path}`;
@@ -108,9 +116,7 @@ export class S3Client {
   ): Promise<HttpResponse> {
     const url = this.url(key);
     const query = options.query ?? {};
-    url.search = Object.entries(query)
-      .map(([k, v]) => `${encodeSegment(k)}=${encodeSegment(v)}`)
-      .join('&');
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     const credentials = await this.options.credentials();
     const signer = new SignatureV4({
       service: 's3',
@@ -220,38 +226,34 @@ export class S3Client {
   }
 
   /**
-   * Keys under `prefix` (ListObjectsV2, following continuation tokens), at most `limit`, in key
-   * order.
+   * One ListObjectsV2 page: keys under `prefix` after `startAfter`, in key order, at most
+   * `maxKeys` (≤ 1000).
    */
   async listObjects(
     prefix: string,
-    limit: number,
-  ): Promise<{ key: string; bytes: number; modifiedAt: string }[]> {
-    const out: { key: string; bytes: number; modifiedAt: string }[] = [];
-    let token: string | undefined;
-    do {
-      const query: Record<string, string> = {
+    startAfter: string | undefined,
+    maxKeys: number,
+  ): Promise<{
+    objects: { key: string; bytes: number; modifiedAt: string }[];
+    truncated: boolean;
+  }> {
+    const res = await this.send('GET', '', {
+      maxResponseBytes: 4 * 1024 * 1024,
+      query: {
         'list-type': '2',
         prefix,
-        'max-keys': String(Math.min(1000, limit - out.length)),
-      };
-      if (token !== undefined) query['continuation-token'] = token;
-      const res = await this.send('GET', '', { query, maxResponseBytes: 8 * 1024 * 1024 });
-      if (res.status < 200 || res.status >= 300) throw this.statusFailure('GET', prefix, res);
-      const xml = res.body.toString('utf8');
-      for (const [, block = ''] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
-        const key = xmlText(block, 'Key');
-        if (key === undefined || out.length >= limit) continue;
-        out.push({
-          key,
-          bytes: Number(xmlText(block, 'Size') ?? 0),
-          modifiedAt: new Date(xmlText(block, 'LastModified') ?? 0).toISOString(),
-        });
-      }
-      token =
-        xmlText(xml, 'IsTruncated') === 'true' ? xmlText(xml, 'NextContinuationToken') : undefined;
-    } while (token !== undefined && out.length < limit);
-    return out;
+        'max-keys': String(maxKeys),
+        ...(startAfter === undefined ? {} : { 'start-after': startAfter }),
+      },
+    });
+    if (res.status < 200 || res.status >= 300) throw this.statusFailure('GET', prefix, res);
+    const xml = res.body.toString('utf8');
+    const objects = [...xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)].map(([, entry]) => ({
+      key: xmlText(entry, 'Key'),
+      bytes: Number(xmlText(entry, 'Size')),
+      modifiedAt: new Date(xmlText(entry, 'LastModified')).toISOString(),
+    }));
+    return { objects, truncated: xmlText(xml, 'IsTruncated') === 'true' };
   }
 
   async deleteObject(key: string): Promise<void> {

@@ -88,18 +88,10 @@ describe.skipIf(MOTO_PYTHON === undefined)('S3 dataset root against moto', () =>
     ]);
   });
 
-  it('lists the published versions from the bucket (ListObjectsV2, signed) and pages their records', async () => {
+  it('pages the records of the last uploaded content from the bucket', async () => {
     const res = await upload('{"input":"x"}\n{"input":"y"}\n{"input":"z"}\n', '?project=listed');
     expect(res.statusCode).toBe(200);
-    const { path, sha256 } = res.json();
-    const listed = await t.app.server.inject({ url: '/v1alpha1/datasets?project=listed' });
-    expect(listed.statusCode).toBe(200);
-    expect(listed.json().datasets).toEqual([
-      {
-        name: 'evals',
-        versions: [{ path, sha256, bytes: expect.any(Number), publishedAt: expect.any(String) }],
-      },
-    ]);
+    const { path } = res.json();
     const page = await t.app.server.inject({
       url: '/v1alpha1/datasets/evals/records?project=listed&page_size=2',
     });
@@ -178,6 +170,34 @@ describe.skipIf(MOTO_PYTHON === undefined)('S3 dataset root against moto', () =>
         uri: 'incoming/p1/missing.jsonl',
       }),
     ).rejects.toMatchObject({ code: 'DATASET_NOT_FOUND' });
+  });
+
+  it('lists published datasets from the bucket (ListObjectsV2) with their record counts, page by page', async () => {
+    // Two versions of one dataset (the upload helper names it `evals`).
+    expect((await upload('{"input":"a"}\n', '?project=p4')).statusCode).toBe(200);
+    expect((await upload('{"input":"a"}\n{"input":"b"}\n', '?project=p4')).statusCode).toBe(200);
+    const all = await t.app.datasets.list(OPEN_PRINCIPAL, 'p4', { pageSize: 1000 });
+    expect(all.nextPageToken).toBeUndefined();
+    expect(all.items.map((d) => [d.name, d.records])).toEqual(
+      expect.arrayContaining([
+        ['evals', 1],
+        ['evals', 2],
+      ]),
+    );
+    expect(all.items).toHaveLength(2);
+    const [first] = all.items;
+    expect(first?.path).toMatch(/^datasets\/p4\/evals\/[0-9a-f]{64}\.jsonl$/);
+    expect(first?.bytes).toBe((await moto.admin(['get', BUCKET, `team/${first?.path}`])).length);
+    expect(Date.parse(first?.uploadedAt ?? '')).toBeGreaterThan(Date.now() - 600_000);
+    const page1 = await t.app.datasets.list(OPEN_PRINCIPAL, 'p4', { pageSize: 1 });
+    expect(page1.items).toEqual([first]);
+    const page2 = await t.app.datasets.list(OPEN_PRINCIPAL, 'p4', {
+      pageSize: 1,
+      pageToken: page1.nextPageToken,
+    });
+    expect([...page1.items, ...page2.items]).toEqual(all.items);
+    // The details sit outside datasets/, one object per dataset.
+    expect(await list('team/meta/p4/')).toHaveLength(2);
   });
 
   it('notices an object changed in the bucket', async () => {

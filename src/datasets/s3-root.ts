@@ -48,10 +48,20 @@ export class S3DatasetRoot implements DatasetRoot {
     return this.client.getObject(this.objectKey(key), options.maxBytes);
   }
 
-  async list(prefix: string, limit: number): Promise<StoredObject[]> {
-    const head = this.objectKey('');
-    const objects = await this.client.listObjects(this.objectKey(prefix), limit);
-    return objects.map((o) => ({ ...o, key: o.key.slice(head.length) }));
+  async list(
+    prefix: string,
+    options: { after?: string | undefined; limit: number },
+  ): Promise<{ objects: StoredObject[]; truncated: boolean }> {
+    const page = await this.client.listObjects(
+      this.objectKey(prefix),
+      options.after === undefined ? undefined : this.objectKey(options.after),
+      Math.min(options.limit, 1000),
+    );
+    const strip = this.prefix === '' ? 0 : this.prefix.length + 1;
+    return {
+      objects: page.objects.map((o) => ({ ...o, key: o.key.slice(strip) })),
+      truncated: page.truncated,
+    };
   }
 
   close(): Promise<void> {

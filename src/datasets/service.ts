@@ -6,18 +6,80 @@ import { DATASET_LIMITS, type DatasetLimits } from './limits.js';
 import { DATASET_FORMATS, type DatasetFormat, normalizeDataset, sniffFormat } from './normalize.js';
 import {
   checkIncomingKey,
+  datasetKeyParts,
+  datasetMetaPath,
   datasetPath,
   NAME_PATTERN,
   PROJECT_PATTERN,
   parseDatasetPath,
 } from './paths.js';
-import type { DatasetRoot } from './root.js';
+import type { DatasetRoot, StoredObject } from './root.js';
 
 /** What an upload or import answers; `path` is what a run spec's `dataset.path` takes. */
 export interface DatasetUploadResult {
   path: string;
   records: number;
   sha256: string;
+}
+
+/** A published dataset as `GET /v1alpha1/datasets` lists it. */
+export interface DatasetView {
+  name: string;
+  /** What a run spec's `dataset.path` takes. */
+  path: string;
+  sha256: string;
+  /** Absent for a dataset published before record counts were kept. */
+  records?: number;
+  /** Size of the normalized JSON Lines. */
+  bytes: number;
+  /** RFC 3339: when this content was last uploaded. */
+  uploadedAt: string;
+}
+
+/** What is kept beside a published dataset (`meta/<project>/<name>/<sha256>.json`). */
+interface DatasetMeta {
+  records: number;
+}
+
+const PROJECT_RULE =
+  'project names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit';
+
+/** Keys read from the root per listing call while a page fills. */
+const LIST_BATCH = 1000;
+/** Details read at once while a page is answered. */
+const META_READS = 8;
+
+function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+/** A page token's key; it must lie under the listed prefix. */
+function decodeCursor(token: string, prefix: string): string {
+  const key = Buffer.from(token, 'base64url').toString('utf8');
+  if (!key.startsWith(prefix) || key.length > 1024) {
+    throw DatasetErrors.DATASET_INVALID_REQUEST('invalid page_token: not one this list returned', {
+      details: [{ path: 'page_token', message: 'not a token of this list' }],
+    });
+  }
+  return key;
+}
+
+/** `fn` over `items` with at most `limit` calls at once; results in order. */
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
 }
 
 /** The dataset named by an upload or import request. */
@@ -28,20 +90,6 @@ export interface DatasetRequest {
   format?: string | undefined;
 }
 
-/** One published version of a dataset (newest first in a listing). */
-export interface DatasetVersion {
-  path: string;
-  sha256: string;
-  bytes: number;
-  publishedAt: string;
-}
-
-/** A dataset name and its published versions. */
-export interface DatasetView {
-  name: string;
-  versions: DatasetVersion[];
-}
-
 /** A page of a dataset version's records, with the version and how many records it has. */
 export interface DatasetRecordsPage {
   path: string;
@@ -49,9 +97,6 @@ export interface DatasetRecordsPage {
   records: EvalRecord[];
   nextPageToken?: string;
 }
-
-/** Objects a listing reads at most (versions of every dataset of a project). */
-const LIST_LIMIT = 10_000;
 
 /** A request checked against the caller's permission: the project settled, name and format valid. */
 export interface DatasetTarget {
@@ -104,8 +149,7 @@ export class DatasetService {
     if (project !== undefined && !PROJECT_PATTERN.test(project)) {
       details.push({
         path: 'project',
-        message:
-          'project names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
+        message: PROJECT_RULE,
       });
     }
     if (!NAME_PATTERN.test(request.name)) {
@@ -171,6 +215,14 @@ export class DatasetService {
         const format = target.format ?? sniffFormat(body);
         const normalized = await normalizeDataset(body, format, this.limits);
         const path = datasetPath(target.project, target.name, normalized.sha256);
+        // The details first: the dataset itself is the commit point (a listing shows a dataset
+        // only when it exists; details without one are rewritten by the next upload).
+        const meta: DatasetMeta = { records: normalized.records };
+        await this.deps.root.put(
+          datasetMetaPath(path),
+          Buffer.from(JSON.stringify(meta)),
+          'application/json',
+        );
         await this.deps.root.put(path, normalized.bytes, 'application/jsonl');
         return { path, records: normalized.records, sha256: normalized.sha256 };
       },
@@ -228,6 +280,69 @@ export class DatasetService {
   }
 
   /**
+   * A project's published datasets by path (name, then content hash), each with its record count
+   * (absent for datasets published before counts were kept). Needs `datasets.read`.
+   */
+  async list(
+    caller: Principal,
+    project: string | undefined,
+    page: { pageSize: number; pageToken?: string | undefined },
+  ): Promise<{ items: DatasetView[]; nextPageToken?: string }> {
+    if (project !== undefined && !PROJECT_PATTERN.test(project)) {
+      throw DatasetErrors.DATASET_INVALID_REQUEST('invalid dataset request: project', {
+        details: [{ path: 'project', message: PROJECT_RULE }],
+      });
+    }
+    const owner = authorize(caller, 'datasets.read', project);
+    const prefix = `datasets/${owner}/`;
+    let cursor = page.pageToken === undefined ? undefined : decodeCursor(page.pageToken, prefix);
+    const found: StoredObject[] = [];
+    let more = true;
+    while (more && found.length < page.pageSize) {
+      const batch = await this.deps.root.list(prefix, { after: cursor, limit: LIST_BATCH });
+      more = batch.truncated;
+      for (const [i, object] of batch.objects.entries()) {
+        cursor = object.key;
+        if (datasetKeyParts(object.key)?.project === owner) found.push(object);
+        if (found.length === page.pageSize) {
+          more ||= i < batch.objects.length - 1;
+          break;
+        }
+      }
+    }
+    const items = await mapLimited(found, META_READS, (o) => this.view(owner, o));
+    const last = found.at(-1);
+    return {
+      items,
+      ...(more && last !== undefined ? { nextPageToken: encodeCursor(last.key) } : {}),
+    };
+  }
+
+  private async view(project: string, object: StoredObject): Promise<DatasetView> {
+    const parts = datasetKeyParts(object.key) as { name: string; sha256: string };
+    const meta = await this.deps.root.get(datasetMetaPath(object.key), {
+      maxBytes: 64 * 1024,
+      within: `meta/${project}/`,
+    });
+    let records: number | undefined;
+    try {
+      const parsed =
+        meta === undefined ? undefined : (JSON.parse(meta.toString('utf8')) as DatasetMeta);
+      if (Number.isInteger(parsed?.records)) records = parsed?.records;
+    } catch {
+      // Unreadable details: the count is unknown, the dataset is still listed.
+    }
+    return {
+      name: parts.name,
+      path: object.key,
+      sha256: parts.sha256,
+      ...(records === undefined ? {} : { records }),
+      bytes: object.bytes,
+      uploadedAt: object.modifiedAt,
+    };
+  }
+
+  /**
    * The records of a published dataset, for runs (which have authorized the caller already).
    * Refuses a path of another project or not of the published form; checks the content still
    * has the SHA-256 its path names.
@@ -260,34 +375,6 @@ export class DatasetService {
     return records;
   }
 
-  /** The project's datasets by name, each with its versions newest first (`datasets.read`). */
-  async list(caller: Principal, project: string | undefined): Promise<DatasetView[]> {
-    const p = authorize(caller, 'datasets.read', project);
-    const byName = new Map<string, DatasetVersion[]>();
-    for (const object of await this.deps.root.list(`datasets/${p}/`, LIST_LIMIT)) {
-      let parts: { name: string; sha256: string };
-      try {
-        parts = parseDatasetPath(object.key, p);
-      } catch {
-        continue;
-      }
-      const versions = byName.get(parts.name) ?? [];
-      versions.push({
-        path: object.key,
-        sha256: parts.sha256,
-        bytes: object.bytes,
-        publishedAt: object.modifiedAt,
-      });
-      byName.set(parts.name, versions);
-    }
-    return [...byName.entries()]
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([name, versions]) => ({
-        name,
-        versions: versions.sort((a, b) => b.publishedAt.localeCompare(a.publishedAt)),
-      }));
-  }
-
   /**
    * A page of one version's records (`sha256`; the newest version when absent), for previews.
    * The token is the offset of the next record.
@@ -303,12 +390,11 @@ export class DatasetService {
     }
     let path: string;
     if (request.sha256 === undefined || request.sha256 === '') {
-      const dataset = (await this.list(caller, p)).find((d) => d.name === request.name);
-      const newest = dataset?.versions[0];
+      const newest = await this.newestVersion(p, request.name);
       if (newest === undefined) {
         throw DatasetErrors.DATASET_NOT_FOUND(`no dataset "${request.name}" in project "${p}"`);
       }
-      path = newest.path;
+      path = newest.key;
     } else {
       path = datasetPath(p, request.name, request.sha256);
     }
@@ -323,6 +409,24 @@ export class DatasetService {
         ? { nextPageToken: Buffer.from(String(end)).toString('base64url') }
         : {}),
     };
+  }
+
+  /** The last uploaded content of a dataset (its versions are the objects under its name). */
+  private async newestVersion(project: string, name: string): Promise<StoredObject | undefined> {
+    let newest: StoredObject | undefined;
+    let after: string | undefined;
+    for (;;) {
+      const batch = await this.deps.root.list(`datasets/${project}/${name}/`, {
+        after,
+        limit: LIST_BATCH,
+      });
+      for (const object of batch.objects) {
+        if (datasetKeyParts(object.key)?.name !== name) continue;
+        if (newest === undefined || object.modifiedAt > newest.modifiedAt) newest = object;
+      }
+      after = batch.objects.at(-1)?.key;
+      if (!batch.truncated || after === undefined) return newest;
+    }
   }
 
   close(): Promise<void> {

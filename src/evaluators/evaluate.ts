@@ -6,7 +6,7 @@ import {
   RecordSchema,
   type Result,
 } from '../core/index.js';
-import type { EvaluatorFactory, Judge } from './contract.js';
+import type { EvaluatorFactory, Judge, Need, ScoreSpec } from './contract.js';
 import { EvaluatorErrors } from './error-codes.js';
 import type { EvaluatorRegistry } from './registry.js';
 import {
@@ -27,6 +27,16 @@ export const EvaluateRequestSchema = z.strictObject({
   evaluators: z.array(EvaluatorRefSchema).min(1),
 });
 export type EvaluateRequest = z.infer<typeof EvaluateRequestSchema>;
+
+/** An evaluator type as the API lists it: its manifest, params as JSON Schema. */
+export interface EvaluatorTypeView {
+  type: string;
+  description: string;
+  needs: readonly Need[];
+  scores: readonly ScoreSpec[];
+  cheap: boolean;
+  params: Record<string, unknown>;
+}
 
 export interface RecordResults {
   recordId: string;
@@ -62,6 +72,18 @@ export class EvaluationService {
 
   evaluatorTypes(): EvaluatorFactory[] {
     return this.deps.registry.list();
+  }
+
+  /** Every evaluator type as `GET /v1alpha1/evaluators` and `touchstone evaluators list` show it. */
+  describeTypes(): EvaluatorTypeView[] {
+    return this.evaluatorTypes().map(({ manifest }) => ({
+      type: manifest.type,
+      description: manifest.description,
+      needs: manifest.needs,
+      scores: manifest.scores,
+      cheap: manifest.cheap,
+      params: z.toJSONSchema(manifest.params, { io: 'input', unrepresentable: 'any' }),
+    }));
   }
 
   /** The judge of this name (or the default); undefined when there is none (no throw). */

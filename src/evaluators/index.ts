@@ -16,6 +16,7 @@ export {
   EvaluateRequestSchema,
   EvaluationService,
   type EvaluationServiceDeps,
+  type EvaluatorTypeView,
   type PreparedEvaluation,
   parseRecord,
   type RecordResults,
@@ -24,12 +25,15 @@ export { ChatUsageSchema, chatUsage, parseChatCompletion } from './judge/chat-co
 export { createJudges } from './judge/index.js';
 export { EvaluatorRegistry } from './registry.js';
 export {
+  type BoundEach,
+  bindEach,
   bindEvaluators,
   type EvaluationObserver,
   type EvaluatorInstance,
   type EvaluatorRef,
   EvaluatorRefSchema,
   metricName,
+  mightProduce,
   runEvaluator,
   runEvaluators,
 } from './runner.js';

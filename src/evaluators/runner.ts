@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   describeDetails,
+  type ErrorDetail,
   type EvalRecord,
   isPresent,
   issuesToDetails,
@@ -52,7 +53,48 @@ export function metricName(instance: string, factory: EvaluatorFactory, score: s
   return primary ? instance : `${instance}.${score}`;
 }
 
-/** Validates every reference before anything runs; all problems are reported together. */
+/** Binds one reference at `at` (`evaluators[2]`); throws a TouchstoneError naming the field. */
+function bindOne(ref: EvaluatorRef, registry: EvaluatorRegistry, at: string): EvaluatorInstance {
+  const factory = registry.get(ref.ref);
+  if (factory === undefined) {
+    throw EvaluatorErrors.EVALUATOR_UNKNOWN(`unknown evaluator "${ref.ref}"`, {
+      details: [{ path: `${at}.ref`, message: `no evaluator type "${ref.ref}"` }],
+    });
+  }
+  const parsed = factory.manifest.params.safeParse(ref.params ?? {});
+  if (!parsed.success) {
+    const details = issuesToDetails(parsed.error.issues, `${at}.params`);
+    throw EvaluatorErrors.EVALUATOR_PARAMS_INVALID(
+      `invalid params for evaluator "${ref.ref}": ${describeDetails(details)}`,
+      { details },
+    );
+  }
+  let bound: BoundEvaluator;
+  try {
+    bound = factory.bind(parsed.data);
+  } catch (err) {
+    if (!isTouchstoneError(err)) throw err;
+    const details = err.details.map((d) => ({
+      path: `${at}.params.${d.path}`,
+      message: d.message,
+    }));
+    throw EvaluatorErrors.EVALUATOR_PARAMS_INVALID(
+      `invalid params for evaluator "${ref.ref}": ${err.message}`,
+      {
+        details,
+      },
+    );
+  }
+  return {
+    name: ref.name ?? ref.ref,
+    type: ref.ref,
+    factory,
+    bound,
+    needsJudge: factory.manifest.needs.includes('judge'),
+  };
+}
+
+/** Binds references for a request; the first bad one is thrown with its own error code. */
 export function bindEvaluators(
   refs: readonly EvaluatorRef[],
   registry: EvaluatorRegistry,
@@ -62,54 +104,84 @@ export function bindEvaluators(
   const seen = new Set<string>();
   for (const [i, ref] of refs.entries()) {
     const at = `${path}[${i}]`;
-    const factory = registry.get(ref.ref);
-    if (factory === undefined) {
-      throw EvaluatorErrors.EVALUATOR_UNKNOWN(`unknown evaluator "${ref.ref}"`, {
-        details: [{ path: `${at}.ref`, message: `no evaluator type "${ref.ref}"` }],
-      });
-    }
-    const parsed = factory.manifest.params.safeParse(ref.params ?? {});
-    if (!parsed.success) {
-      const details = issuesToDetails(parsed.error.issues, `${at}.params`);
-      throw EvaluatorErrors.EVALUATOR_PARAMS_INVALID(
-        `invalid params for evaluator "${ref.ref}": ${describeDetails(details)}`,
-        { details },
-      );
-    }
-    let bound: BoundEvaluator;
-    try {
-      bound = factory.bind(parsed.data);
-    } catch (err) {
-      if (!isTouchstoneError(err)) throw err;
-      const details = err.details.map((d) => ({
-        path: `${at}.params.${d.path}`,
-        message: d.message,
-      }));
-      throw EvaluatorErrors.EVALUATOR_PARAMS_INVALID(
-        `invalid params for evaluator "${ref.ref}": ${err.message}`,
+    const instance = bindOne(ref, registry, at);
+    if (seen.has(instance.name)) {
+      throw EvaluatorErrors.EVALUATOR_NAME_DUPLICATE(
+        `two evaluators are named "${instance.name}"`,
         {
-          details,
+          details: [
+            {
+              path: `${at}.name`,
+              message: `"${instance.name}" is already used; set a distinct name`,
+            },
+          ],
         },
       );
     }
-    const name = ref.name ?? ref.ref;
-    if (seen.has(name)) {
-      throw EvaluatorErrors.EVALUATOR_NAME_DUPLICATE(`two evaluators are named "${name}"`, {
-        details: [
-          { path: `${at}.name`, message: `"${name}" is already used; set a distinct name` },
-        ],
-      });
-    }
-    seen.add(name);
-    instances.push({
-      name,
-      type: ref.ref,
-      factory,
-      bound,
-      needsJudge: factory.manifest.needs.includes('judge'),
-    });
+    seen.add(instance.name);
+    instances.push(instance);
   }
   return instances;
+}
+
+/** What `bindEach` found: the references that bound, and every problem of the others. */
+export interface BoundEach {
+  /** Each bound reference with its index in the list (duplicate names are left out). */
+  bound: { index: number; instance: EvaluatorInstance }[];
+  details: ErrorDetail[];
+  /**
+   * Instance names of references that did not bind, or undefined when a reference was not even
+   * well-formed (its name is unknown): metrics those would produce cannot be told apart.
+   */
+  unresolved: string[] | undefined;
+}
+
+/**
+ * Binds each reference on its own so that every bad one is reported, each once, with its path;
+ * `undefined` stands for a reference whose shape was already refused. Within the list, a second
+ * use of a name is reported at the later reference.
+ */
+export function bindEach(
+  refs: readonly (EvaluatorRef | undefined)[],
+  registry: EvaluatorRegistry,
+  path: string,
+): BoundEach {
+  const out: BoundEach = { bound: [], details: [], unresolved: [] };
+  const seen = new Map<string, number>();
+  refs.forEach((ref, i) => {
+    if (ref === undefined) {
+      out.unresolved = undefined;
+      return;
+    }
+    const at = `${path}[${i}]`;
+    try {
+      const instance = bindOne(ref, registry, at);
+      const first = seen.get(instance.name);
+      if (first !== undefined) {
+        out.details.push({
+          path: `${at}.name`,
+          message: `"${instance.name}" is already the name of ${path.split('.').at(-1)}[${first}]; set a distinct name`,
+        });
+        return;
+      }
+      seen.set(instance.name, i);
+      out.bound.push({ index: i, instance });
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      out.details.push(
+        ...(err.details.length > 0 ? err.details : [{ path: at, message: err.message }]),
+      );
+      out.unresolved?.push(ref.name ?? ref.ref);
+    }
+  });
+  return out;
+}
+
+/** Whether `metric` might be produced by one of the `unresolved` evaluator instances. */
+export function mightProduce(unresolved: readonly string[] | undefined, metric: string): boolean {
+  return (
+    unresolved === undefined || unresolved.some((n) => metric === n || metric.startsWith(`${n}.`))
+  );
 }
 
 function missingNeed(

@@ -3,18 +3,22 @@ import { durationMs } from '../config/index.js';
 import {
   describeDetails,
   type ErrorDetail,
+  eachValid,
   issuesToDetails,
   isTouchstoneError,
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
   ResourceNameSchema,
+  uniqueDetails,
 } from '../core/index.js';
 import {
-  bindEvaluators,
+  bindEach,
   type EvaluatorInstance,
+  type EvaluatorRef,
   EvaluatorRefSchema,
   type EvaluatorRegistry,
   metricName,
+  mightProduce,
 } from '../evaluators/index.js';
 import type { PolicyRecord } from '../store/index.js';
 import { type CompiledExpression, type CompileOptions, compileExpression } from './cel.js';
@@ -106,6 +110,16 @@ function invalid(details: ErrorDetail[]): never {
   throw PolicyErrors.POLICY_INVALID(`invalid policy: ${describeDetails(details)}`, { details });
 }
 
+/** Whether the resource's shape is valid (its expressions and evaluators aside). */
+export function isPolicyShaped(input: unknown): boolean {
+  return PolicyResourceSchema.safeParse(input).success;
+}
+
+/** The resource's `spec` as given, or an empty one. */
+export function specOf(input: unknown): Record<string, unknown> {
+  return isObject(input) && isObject(input.spec) ? input.spec : {};
+}
+
 /** Validates the resource's shape (not yet its expressions or evaluators: see compilePolicy). */
 export function parsePolicy(input: unknown): ParsedPolicy {
   const r = PolicyResourceSchema.safeParse(input);
@@ -189,23 +203,81 @@ function collect(details: ErrorDetail[], fn: () => void): void {
 }
 
 /**
- * Compiles every expression and binds every evaluator of a parsed policy, reporting all problems
- * together: CEL errors as POLICY_CEL_INVALID (path and position), the rest as POLICY_INVALID.
- * `stored` for a policy already applied (see CompileOptions).
+ * A spec whose lists may have holes: `undefined` stands for an item the shape refused (reported
+ * there), so the others are still checked under their own index.
  */
-export function compilePolicy(
-  policy: ParsedPolicy,
-  project: string,
-  generation: number,
+interface LooseSpec {
+  selector?: string | undefined;
+  always: (string | undefined)[];
+  stages: (
+    | {
+        evaluators: (EvaluatorRef | undefined)[];
+        when?: string | undefined;
+        window?: string | undefined;
+      }
+    | undefined
+  )[];
+  alerts: (z.infer<typeof AlertSchema> | undefined)[];
+}
+
+/** Problems of a policy: CEL ones (POLICY_CEL_INVALID) and the rest (POLICY_INVALID). */
+export interface PolicyProblems {
+  cel: ErrorDetail[];
+  other: ErrorDetail[];
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The parts of a resource that are well-formed on their own, whatever the rest holds. */
+function salvage(input: unknown): LooseSpec {
+  const spec = specOf(input);
+  const selector = expression.safeParse(spec.selector);
+  return {
+    ...(selector.success ? { selector: selector.data } : {}),
+    always: eachValid(isObject(spec.sampling) ? spec.sampling.always : undefined, expression),
+    stages: Array.isArray(spec.stages)
+      ? spec.stages.map((stage: unknown) => {
+          if (!isObject(stage)) return undefined;
+          const when = expression.safeParse(stage.when);
+          return {
+            evaluators: Array.isArray(stage.evaluators)
+              ? eachValid(stage.evaluators, EvaluatorRefSchema)
+              : [undefined],
+            ...(when.success ? { when: when.data } : {}),
+            // A window that is not even text is the shape's to report.
+            ...(typeof stage.window === 'string' ? { window: stage.window } : {}),
+          };
+        })
+      : [undefined],
+    alerts: eachValid(spec.alerts, AlertSchema),
+  };
+}
+
+interface Checked {
+  problems: PolicyProblems;
+  selector?: CompiledExpression;
+  always: AlwaysCondition[];
+  stages: CompiledStage[];
+  alerts: CompiledAlert[];
+  windows: Map<string, number>;
+}
+
+/**
+ * Compiles every expression and binds every evaluator of a spec, gathering every problem once,
+ * each with its path: CEL (path and position), evaluators and params, windows, a `when` on the
+ * first stage, instance names used twice, alerts on metrics no stage produces.
+ */
+function checkSpec(
+  spec: LooseSpec,
   registry: EvaluatorRegistry,
   options: CompileOptions = {},
-): CompiledPolicy {
-  const { spec } = policy;
-  const celDetails: ErrorDetail[] = [];
-  const details: ErrorDetail[] = [];
+): Checked {
+  const problems: PolicyProblems = { cel: [], other: [] };
   const cel = (source: string, kind: 'selector' | 'when', path: string) => {
     let out: CompiledExpression | undefined;
-    collect(celDetails, () => {
+    collect(problems.cel, () => {
       out = compileExpression(source, kind, path, options);
     });
     return out;
@@ -214,7 +286,8 @@ export function compilePolicy(
   const selector =
     spec.selector === undefined ? undefined : cel(spec.selector, 'selector', 'spec.selector');
   const always: AlwaysCondition[] = [];
-  spec.sampling.always.forEach((cond, i) => {
+  spec.always.forEach((cond, i) => {
+    if (cond === undefined) return;
     if (cond.trim() === 'error') always.push({ kind: 'error' });
     else {
       const expression = cel(cond, 'selector', `spec.sampling.always[${i}]`);
@@ -225,34 +298,43 @@ export function compilePolicy(
   const stages: CompiledStage[] = [];
   const windows = new Map<string, number>();
   const seen = new Map<string, number>();
+  // Names of evaluators that did not bind (undefined: some were not even well-formed).
+  let unresolved: string[] | undefined = [];
   spec.stages.forEach((stage, i) => {
+    if (stage === undefined) {
+      unresolved = undefined;
+      return;
+    }
     const at = `spec.stages[${i}]`;
     let windowMs = DEFAULT_WINDOW_MS;
     if (stage.window !== undefined) {
       const parsed = windowDuration.safeParse(stage.window);
       if (parsed.success) windowMs = parsed.data;
-      else details.push(...issuesToDetails(parsed.error.issues, `${at}.window`));
+      else problems.other.push(...issuesToDetails(parsed.error.issues, `${at}.window`));
     }
     const when = stage.when === undefined ? undefined : cel(stage.when, 'when', `${at}.when`);
     if (stage.when !== undefined && i === 0) {
-      details.push({
+      problems.other.push({
         path: `${at}.when`,
         message: 'the first stage has no earlier scores to test',
       });
     }
-    let instances: EvaluatorInstance[] = [];
-    collect(details, () => {
-      instances = bindEvaluators(stage.evaluators, registry, `${at}.evaluators`);
-    });
-    for (const [j, inst] of instances.entries()) {
+    const bound = bindEach(stage.evaluators, registry, `${at}.evaluators`);
+    problems.other.push(...bound.details);
+    if (bound.unresolved === undefined) unresolved = undefined;
+    else unresolved?.push(...bound.unresolved);
+    const instances: EvaluatorInstance[] = [];
+    for (const { index: j, instance: inst } of bound.bound) {
       const first = seen.get(inst.name);
       if (first !== undefined) {
-        details.push({
+        problems.other.push({
           path: `${at}.evaluators[${j}].name`,
           message: `"${inst.name}" is already used in stage ${first}; set a distinct name`,
         });
+        continue;
       }
       seen.set(inst.name, i);
+      instances.push(inst);
       for (const score of inst.factory.manifest.scores) {
         windows.set(metricName(inst.name, inst.factory, score.name), windowMs);
       }
@@ -269,10 +351,12 @@ export function compilePolicy(
 
   const alerts: CompiledAlert[] = [];
   spec.alerts.forEach((alert, i) => {
+    if (alert === undefined) return;
     const windowMs = windows.get(alert.metric);
-    if (windowMs === undefined && stages.length === spec.stages.length) {
+    if (windowMs === undefined) {
+      if (mightProduce(unresolved, alert.metric)) return;
       const known = [...windows.keys()].join(', ');
-      details.push({
+      problems.other.push({
         path: `spec.alerts[${i}].metric`,
         message: `no stage produces metric "${alert.metric}"; known metrics: ${known}`,
       });
@@ -283,27 +367,73 @@ export function compilePolicy(
       below: alert.below,
       minSamples: alert.minSamples,
       ...(alert.webhook === undefined ? {} : { webhook: alert.webhook }),
-      windowMs: windowMs ?? DEFAULT_WINDOW_MS,
+      windowMs,
     });
   });
+  return {
+    problems,
+    ...(selector === undefined ? {} : { selector }),
+    always,
+    stages,
+    alerts,
+    windows,
+  };
+}
 
-  if (celDetails.length > 0) {
-    const all = [...celDetails, ...details];
-    throw PolicyErrors.POLICY_CEL_INVALID(`invalid policy: ${describeDetails(all)}`, {
-      details: all,
-    });
-  }
-  if (details.length > 0) invalid(details);
+/**
+ * Every problem of a resource as given: its shape's, and those of each part that is well-formed
+ * on its own (so a policy with a misspelt field still hears about its CEL and evaluators).
+ */
+export function policyProblems(input: unknown, registry: EvaluatorRegistry): PolicyProblems {
+  const shape = PolicyResourceSchema.safeParse(input);
+  const { problems } = checkSpec(salvage(input), registry);
+  if (!shape.success) problems.other.unshift(...issuesToDetails(shape.error.issues));
+  return problems;
+}
+
+/** Throws the problems as one error (POLICY_CEL_INVALID when any is CEL), each detail once. */
+export function throwProblems(problems: PolicyProblems): void {
+  const all = uniqueDetails([...problems.cel, ...problems.other]);
+  if (all.length === 0) return;
+  const error =
+    problems.cel.length > 0 ? PolicyErrors.POLICY_CEL_INVALID : PolicyErrors.POLICY_INVALID;
+  throw error(`invalid policy: ${describeDetails(all)}`, { details: all });
+}
+
+/**
+ * Compiles every expression and binds every evaluator of a parsed policy, reporting all problems
+ * together: CEL errors as POLICY_CEL_INVALID (path and position), the rest as POLICY_INVALID.
+ * `stored` for a policy already applied (see CompileOptions).
+ */
+export function compilePolicy(
+  policy: ParsedPolicy,
+  project: string,
+  generation: number,
+  registry: EvaluatorRegistry,
+  options: CompileOptions = {},
+): CompiledPolicy {
+  const { spec } = policy;
+  const checked = checkSpec(
+    {
+      selector: spec.selector,
+      always: spec.sampling.always,
+      stages: spec.stages,
+      alerts: spec.alerts,
+    },
+    registry,
+    options,
+  );
+  throwProblems(checked.problems);
   return {
     project,
     name: policy.name,
     generation,
     spec,
-    ...(selector === undefined ? {} : { selector }),
+    ...(checked.selector === undefined ? {} : { selector: checked.selector }),
     rate: spec.sampling.rate,
-    always,
-    stages,
-    alerts,
-    windows,
+    always: checked.always,
+    stages: checked.stages,
+    alerts: checked.alerts,
+    windows: checked.windows,
   };
 }

@@ -5,7 +5,7 @@ import {
   grantFilter,
   type Principal,
 } from '../auth/index.js';
-import { type Clock, CoreErrors, isTouchstoneError } from '../core/index.js';
+import { type Clock, CoreErrors, isTouchstoneError, type TouchstoneError } from '../core/index.js';
 import type { EvaluatorRegistry, Judge } from '../evaluators/index.js';
 import type { OutboundGuard } from '../net/index.js';
 import type { AlertState, Page, PageRequest, PolicyRecord, Store } from '../store/index.js';
@@ -13,9 +13,13 @@ import { PolicyErrors } from './error-codes.js';
 import {
   compilePolicy,
   DEFAULT_WINDOW_MS,
+  isPolicyShaped,
   parsePolicy,
+  policyProblems,
   policyResource,
   policyView,
+  specOf,
+  throwProblems,
 } from './resource.js';
 import {
   buildSeries,
@@ -103,16 +107,13 @@ export class PolicyService {
     input: unknown,
     options: { project?: string; validateOnly?: boolean } = {},
   ): Promise<PolicyView & { created?: boolean }> {
+    // A resource that is not well-formed is refused with every problem found in its parts.
+    if (!isPolicyShaped(input)) await this.validate(input);
     const policy = parsePolicy(input);
     const requested = policy.project ?? options.project;
     const check = async () => {
       const project = authorize(caller, 'policies.write', requested);
-      compilePolicy(policy, project, 0, this.deps.registry);
-      this.deps.resolveJudge(policy.spec.judge, 'spec.judge');
-      for (const [i, alert] of policy.spec.alerts.entries()) {
-        if (alert.webhook !== undefined)
-          await this.checkUrl(alert.webhook, `spec.alerts[${i}].webhook`);
-      }
+      await this.validate(input);
       return project;
     };
     if (options.validateOnly === true) {
@@ -321,15 +322,38 @@ export class PolicyService {
     );
   }
 
-  private async checkUrl(url: string, path: string): Promise<void> {
-    try {
-      await this.deps.guard.checkTarget(new URL(url));
-    } catch (err) {
-      if (!isTouchstoneError(err)) throw err;
-      throw PolicyErrors.POLICY_INVALID(`invalid policy: ${path}: ${err.message}`, {
-        details: [{ path, message: err.message }],
-      });
+  /**
+   * Every problem of the resource at once, each once: its shape, CEL, evaluators and params,
+   * windows, alerts, the judge and the alert webhooks. A lone unknown judge keeps its own code.
+   */
+  private async validate(input: unknown): Promise<void> {
+    const problems = policyProblems(input, this.deps.registry);
+    const spec = specOf(input);
+    let judgeError: TouchstoneError | undefined;
+    if (spec.judge === undefined || typeof spec.judge === 'string') {
+      try {
+        this.deps.resolveJudge(spec.judge, 'spec.judge');
+      } catch (err) {
+        if (!isTouchstoneError(err)) throw err;
+        judgeError = err;
+      }
     }
+    const alerts = Array.isArray(spec.alerts) ? spec.alerts : [];
+    for (const [i, alert] of alerts.entries()) {
+      const webhook = (alert as { webhook?: unknown } | null)?.webhook;
+      if (typeof webhook !== 'string' || !URL.canParse(webhook)) continue;
+      try {
+        await this.deps.guard.checkTarget(new URL(webhook));
+      } catch (err) {
+        if (!isTouchstoneError(err)) throw err;
+        problems.other.push({ path: `spec.alerts[${i}].webhook`, message: err.message });
+      }
+    }
+    if (judgeError !== undefined) {
+      if (problems.cel.length === 0 && problems.other.length === 0) throw judgeError;
+      problems.other.push(...judgeError.details);
+    }
+    throwProblems(problems);
   }
 
   private async find(

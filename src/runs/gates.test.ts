@@ -61,6 +61,7 @@ describe('gate syntax', () => {
       metrics,
       2,
       'gates',
+      [],
     );
     expect(details).toEqual([
       { path: 'gates[0]', message: "k = 3 is more than the run's trials (2)" },
@@ -72,6 +73,27 @@ describe('gate syntax', () => {
           'no evaluator of the run produces metric "exact-mach"; known metrics: exact-match, latency, tone',
       },
       { path: 'gates[4]', message: expect.stringMatching(/^expected/) },
+    ]);
+  });
+});
+
+describe('gate checks beside other problems', () => {
+  const metrics = [{ metric: 'exact-match', evaluator: 'exact-match', kind: 'passed' as const }];
+
+  it('skips what another problem leaves open, and gates the shape refused', () => {
+    const gates = [
+      undefined,
+      gate('judge.score >= 0.5'),
+      gate('judgement >= 0.5'),
+      gate('exact-match.pass^3 >= 0.5'),
+    ];
+    // `judge` did not bind: its metrics are unknown, and trials is invalid.
+    expect(checkGates(gates, metrics, undefined, 'gates', ['judge'])).toEqual([
+      { path: 'gates[2]', message: expect.stringContaining('"judgement"') },
+    ]);
+    // An evaluator without even a shape: no metric can be called missing.
+    expect(checkGates(gates, metrics, 2, 'gates', undefined)).toEqual([
+      { path: 'gates[3]', message: "k = 3 is more than the run's trials (2)" },
     ]);
   });
 });

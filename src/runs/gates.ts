@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ErrorDetail } from '../core/index.js';
+import { mightProduce } from '../evaluators/index.js';
 import type { MetricInfo, MetricSummary } from './summaries.js';
 
 /**
@@ -73,23 +74,31 @@ export function parseGate(input: GateInput): Gate | string {
   };
 }
 
-/** Checks parsed gates against the metrics the run's evaluators produce and its trial count. */
+/**
+ * Checks parsed gates against the metrics the run's evaluators produce and its trial count.
+ * `undefined` gates (refused by the shape) are skipped; so are the checks a value could not
+ * settle: k against trials when trials is invalid, and a metric one of the `unresolved`
+ * evaluators (those that did not bind) might produce.
+ */
 export function checkGates(
-  gates: readonly (Gate | string)[],
+  gates: readonly (Gate | string | undefined)[],
   metrics: readonly MetricInfo[],
-  trials: number,
+  trials: number | undefined,
   path: string,
+  unresolved: readonly string[] | undefined,
 ): ErrorDetail[] {
   const details: ErrorDetail[] = [];
   const byName = new Map(metrics.map((m) => [m.metric, m]));
   gates.forEach((gate, i) => {
     const at = `${path}[${i}]`;
+    if (gate === undefined) return;
     if (typeof gate === 'string') {
       details.push({ path: at, message: gate });
       return;
     }
     const info = byName.get(gate.metric);
     if (info === undefined) {
+      if (mightProduce(unresolved, gate.metric)) return;
       const known = metrics.map((m) => m.metric).join(', ');
       details.push({
         path: at,
@@ -107,7 +116,7 @@ export function checkGates(
           path: at,
           message: `${gate.stat} needs a pass/fail metric; "${gate.metric}" is a number`,
         });
-      } else if ((gate.k ?? 1) > trials) {
+      } else if (trials !== undefined && (gate.k ?? 1) > trials) {
         details.push({
           path: at,
           message: `k = ${gate.k} is more than the run's trials (${trials})`,

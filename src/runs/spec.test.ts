@@ -114,7 +114,7 @@ gates:
     );
   });
 
-  it('checks gates against the metrics and trials once the evaluators bind', () => {
+  it('checks gates against the metrics and trials beside the evaluators’ own problems', () => {
     const err = refused({
       name: 'n',
       dataset: { records },
@@ -124,6 +124,8 @@ gates:
     });
     expect(err.details).toEqual([
       { path: 'evaluators[1].name', message: expect.stringContaining('already the name') },
+      { path: 'gates[0]', message: "k = 3 is more than the run's trials (2)" },
+      { path: 'gates[1]', message: expect.stringContaining('no evaluator of the run produces') },
     ]);
     const gates = refused({
       name: 'n',
@@ -134,6 +136,43 @@ gates:
     });
     expect(gates.details.map((d) => d.path)).toEqual(['gates[0]', 'gates[1]']);
     expect(gates.details[1]?.message).toContain('known metrics: exact-match');
+  });
+
+  it('reports each problem once, also where the shape and a later check see the same field', () => {
+    const err = refused(
+      {
+        name: 'n',
+        dataset: { records },
+        harness: 'conversation',
+        evaluators: [{ ref: 'exact-match' }, { ref: 'nope' }, { ref: 'latency' }],
+        labels: { team: 7 },
+        trials: 2,
+        gates: [{ metric: 'latency', min: 'x' }, 'nope.score >= 1', 'missing >= 1', 'garbage'],
+        judge: '',
+      },
+      { registry, judgeExists: () => false } as never,
+    );
+    const paths = err.details.map((d) => d.path);
+    expect(paths).toEqual([
+      'labels.team',
+      'harness',
+      'judge',
+      'gates[0]',
+      'evaluators[1].ref',
+      // gates[1] may be nope's (it did not bind); `missing` cannot be anyone's.
+      'gates[2]',
+      'gates[3]',
+    ]);
+    expect(new Set(paths).size).toBe(paths.length);
+
+    // An evaluator whose shape is refused could produce any metric: no gate is called unknown.
+    const shapeless = refused({
+      name: 'n',
+      dataset: { records },
+      evaluators: [{ ref: 'exact-match', colour: 'red' }],
+      gates: ['missing >= 1'],
+    });
+    expect(shapeless.details.map((d) => d.path)).toEqual(['evaluators[0].colour']);
   });
 
   it('refuses bad records by index without echoing their values, and duplicate ids', () => {

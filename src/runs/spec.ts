@@ -3,16 +3,17 @@ import {
   describeYamlProblem,
   type ErrorDetail,
   type EvalRecord,
+  eachValid,
   issuesToDetails,
-  isTouchstoneError,
   parseYaml,
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
   RecordSchema,
   ResourceNameSchema,
+  uniqueDetails,
 } from '../core/index.js';
 import {
-  bindEvaluators,
+  bindEach,
   type EvaluatorInstance,
   EvaluatorRefSchema,
   type EvaluatorRegistry,
@@ -133,7 +134,8 @@ export interface ParseOptions {
   judgeExists?: (name: string) => boolean;
 }
 
-function invalid(details: ErrorDetail[]): never {
+function invalid(all: ErrorDetail[]): never {
+  const details = uniqueDetails(all);
   const shown = details.slice(0, MAX_DETAILS);
   if (details.length > MAX_DETAILS) {
     shown.push({ path: '(root)', message: `and ${details.length - MAX_DETAILS} more problems` });
@@ -180,48 +182,6 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const MARK = '\u0000';
-
-/** Binds each reference on its own so every bad one is reported, then checks names are distinct. */
-function bindAll(
-  refs: readonly z.infer<typeof EvaluatorRefSchema>[],
-  registry: EvaluatorRegistry,
-  path: string,
-  details: ErrorDetail[],
-): EvaluatorInstance[] | undefined {
-  const instances: EvaluatorInstance[] = [];
-  const seen = new Map<string, number>();
-  let ok = true;
-  refs.forEach((ref, i) => {
-    try {
-      const [inst] = bindEvaluators([ref], registry, MARK);
-      if (inst === undefined) return;
-      const first = seen.get(inst.name);
-      if (first !== undefined) {
-        ok = false;
-        details.push({
-          path: `${path}[${i}].name`,
-          message: `"${inst.name}" is already the name of evaluators[${first}]; set a distinct name`,
-        });
-      }
-      seen.set(inst.name, i);
-      instances.push(inst);
-    } catch (err) {
-      if (!isTouchstoneError(err)) throw err;
-      ok = false;
-      // bindEvaluators numbered the one reference it got `MARK[0]`: put the real path back.
-      const own = `${MARK}[0]`;
-      for (const d of err.details.length > 0
-        ? err.details
-        : [{ path: own, message: err.message }]) {
-        const rest = d.path.startsWith(own) ? d.path.slice(own.length) : '';
-        details.push({ path: `${path}[${i}]${rest}`, message: d.message });
-      }
-    }
-  });
-  return ok ? instances : undefined;
-}
-
 /** Metrics of bound evaluators: the instance name for a primary score, `<instance>.<score>` else. */
 export function metricsOf(instances: readonly EvaluatorInstance[]): MetricInfo[] {
   return instances.flatMap((inst) =>
@@ -252,28 +212,46 @@ export function parseRunSpec(input: unknown, options: ParseOptions = {}): Parsed
   const parsed = (declarative ? DeclarativeSchema : PlainSchema).safeParse(value);
   if (!parsed.success) details.push(...issuesToDetails(parsed.error.issues));
 
-  if (body.harness !== undefined && body.target === undefined) {
+  // A harness the shape refused is reported there, once.
+  if (
+    body.harness !== undefined &&
+    HarnessSchema.safeParse(body.harness).success &&
+    body.target === undefined
+  ) {
     details.push({ path: `${at}harness`, message: 'a harness drives a target; set target too' });
   }
 
-  // Gates and evaluators are checked on their own, so their problems are reported beside the
-  // shape's (a spec with a bad field elsewhere still hears about a misspelt metric).
+  // Each evaluator and gate is also checked on its own, so their problems are reported beside
+  // the shape's (a spec with a bad field elsewhere still hears about a misspelt metric). One the
+  // shape refused is left out here: it is reported once.
   const trials = z.int().min(1).max(MAX_TRIALS).default(1).safeParse(body.trials);
-  const rawGates = z.array(GateSchema).max(64).default([]).safeParse(body.gates);
-  const gates = rawGates.success ? rawGates.data.map(parseGate) : [];
-  let instances: EvaluatorInstance[] | undefined;
-  const refs = z.array(EvaluatorRefSchema).min(1).max(64).safeParse(body.evaluators);
-  if (refs.success && options.registry !== undefined) {
-    instances = bindAll(refs.data, options.registry, `${at}evaluators`, details);
-  }
-  if (instances !== undefined && trials.success) {
-    details.push(...checkGates(gates, metricsOf(instances), trials.data, `${at}gates`));
+  const gates = eachValid(body.gates, GateSchema).map((g) =>
+    g === undefined ? undefined : parseGate(g),
+  );
+  const refs = eachValid(body.evaluators, EvaluatorRefSchema);
+  if (options.registry !== undefined) {
+    const bound = bindEach(refs, options.registry, `${at}evaluators`);
+    details.push(...bound.details);
+    details.push(
+      ...checkGates(
+        gates,
+        metricsOf(bound.bound.map((b) => b.instance)),
+        trials.success ? trials.data : undefined,
+        `${at}gates`,
+        // Without a list of evaluators, no metric can be told missing.
+        Array.isArray(body.evaluators) ? bound.unresolved : undefined,
+      ),
+    );
   } else {
     gates.forEach((g, i) => {
       if (typeof g === 'string') details.push({ path: `${at}gates[${i}]`, message: g });
     });
   }
-  if (typeof body.judge === 'string' && options.judgeExists?.(body.judge) === false) {
+  if (
+    typeof body.judge === 'string' &&
+    body.judge !== '' &&
+    options.judgeExists?.(body.judge) === false
+  ) {
     details.push({ path: `${at}judge`, message: `no judge named "${body.judge}" is configured` });
   }
 
@@ -338,13 +316,14 @@ export function compileStoredSpec(stored: unknown, registry: EvaluatorRegistry):
   const parsed = StoredSpecSchema.safeParse(stored);
   if (!parsed.success) invalid(issuesToDetails(parsed.error.issues));
   const spec = parsed.data as RunSpec;
-  const details: ErrorDetail[] = [];
-  const instances = bindAll(spec.evaluators, registry, 'evaluators', details);
+  const bound = bindEach(spec.evaluators, registry, 'evaluators');
+  const instances = bound.bound.map((b) => b.instance);
   const gates = spec.gates.map(parseGate);
-  if (instances !== undefined) {
-    details.push(...checkGates(gates, metricsOf(instances), spec.trials, 'gates'));
-  }
-  if (instances === undefined || details.length > 0) invalid(details);
+  const details = [
+    ...bound.details,
+    ...checkGates(gates, metricsOf(instances), spec.trials, 'gates', bound.unresolved),
+  ];
+  if (details.length > 0) invalid(details);
   return {
     spec,
     instances,

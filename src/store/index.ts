@@ -16,3 +16,4 @@ export {
   type StoreServerConfig,
 } from './open.js';
 export * from './ports.js';
+export { SQLITE_FILE_NAME } from './sqlite/backend.js';

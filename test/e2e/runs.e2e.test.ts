@@ -1,11 +1,17 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { OpenAiStub } from '../support/openai-stub.js';
-import { callJson, ENTRY, freePort, type ServerProcess, startServer } from '../support/process.js';
+import {
+  type CliResult,
+  callJson,
+  cliAsync,
+  freePort,
+  type ServerProcess,
+  startServer,
+} from '../support/process.js';
 
 /**
  * Offline runs through the real `touchstone` processes: a run against an OpenAI-compatible stub
@@ -15,30 +21,8 @@ import { callJson, ENTRY, freePort, type ServerProcess, startServer } from '../s
  */
 
 /** The CLI as a child process, without blocking this process (the stub target answers from it). */
-function touchstone(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...ENTRY, ...args], {
-      env: { ...process.env, TOUCHSTONE_SERVER: '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    proc.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 120_000);
-    proc.on('error', reject);
-    proc.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function touchstone(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return cliAsync(args, { TOUCHSTONE_SERVER: '', ...env });
 }
 
 /** Number of k-subsets of `n` items. */

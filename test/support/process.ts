@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** Runs the real `touchstone` process from source. */
 export const ENTRY = ['--import', 'tsx', 'src/main.ts'];
@@ -18,13 +20,71 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [...ENTRY, ...args], {
+/** ENTRY with absolute paths, for a process started in another working directory. */
+export function entryIn(cwd: string | undefined): string[] {
+  if (cwd === undefined) return ENTRY;
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  return ['--import', tsx, fileURLToPath(new URL('../../src/main.ts', import.meta.url))];
+}
+
+/** Runs `touchstone ARGS` to its end (in `cwd`, by default this checkout). */
+export function cli(args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const r = spawnSync(process.execPath, [...entryIn(cwd), ...args], {
     encoding: 'utf8',
     env: { ...process.env, ...env },
     timeout: 60_000,
+    ...(cwd === undefined ? {} : { cwd }),
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `touchstone ARGS` without blocking this process (for a command that calls a stub living
+ * here); killed after two minutes.
+ */
+export function cliAsync(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...ENTRY, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    proc.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 120_000);
+    proc.on('error', reject);
+    proc.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Runs `touchstone ARGS` on a terminal (util-linux `script` gives it one for stdin, stdout and
+ * stderr), as a person at a shell would; `output` is what the terminal showed, both streams.
+ */
+export function cliOnTerminal(args: string[], env: Record<string, string> = {}, cwd?: string) {
+  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  const command = [process.execPath, ...entryIn(cwd ?? process.cwd()), ...args].map(quote);
+  const r = spawnSync('script', ['-qec', command.join(' '), '/dev/null'], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 60_000,
+    ...(cwd === undefined ? {} : { cwd }),
+  });
+  return { code: r.status, output: r.stdout };
 }
 
 export interface ServerProcess {
@@ -33,14 +93,16 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `touchstone serve ARGS` and waits until it listens. */
+/** Starts `touchstone serve ARGS` (in `cwd`, by default this checkout) and waits until it listens. */
 export async function startServer(
   args: string[],
   env: Record<string, string> = {},
+  cwd?: string,
 ): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [...ENTRY, 'serve', ...args], {
+  const proc = spawn(process.execPath, [...entryIn(cwd), 'serve', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
+    ...(cwd === undefined ? {} : { cwd }),
   });
   let out = '';
   proc.stdout?.on('data', (d) => {

@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -282,5 +283,64 @@ describe.each(storeVariants())('dataset upload over REST on $name', (variant) =>
     await expect(
       t.app.datasets.import(principal, { name: 'imported', uri: 'incoming/p1/missing.jsonl' }),
     ).rejects.toMatchObject({ code: 'DATASET_NOT_FOUND' });
+  });
+
+  it('lists a project’s published datasets with their record counts, page by page', async () => {
+    const keyOf = async (roles: ('editor' | 'viewer' | 'ingest')[]) =>
+      (await t.app.keys.create(OPEN_PRINCIPAL, { project: 'listing', roles })).secret;
+    const [writer, reader, ingest] = [
+      await keyOf(['editor']),
+      await keyOf(['viewer']),
+      await keyOf(['ingest']),
+    ];
+    const alpha = (
+      await upload('alpha', jsonl({ input: 'a' }, { input: 'b' }, { input: 'c' }), { key: writer })
+    ).json();
+    const beta1 = (await upload('beta', jsonl({ input: 'x' }), { key: writer })).json();
+    const beta2 = (await upload('beta', jsonl({ input: 'y' }), { key: writer })).json();
+    const list = (query: string, key = reader) =>
+      t.app.server.inject({
+        url: `/v1alpha1/datasets${query}`,
+        headers: { authorization: `Bearer ${key}` },
+      });
+
+    const all = await list('');
+    expect(all.statusCode, all.body).toBe(200);
+    const { datasets, next_page_token } = all.json();
+    expect(next_page_token).toBeUndefined();
+    expect(datasets[0]).toEqual({
+      name: 'alpha',
+      path: alpha.path,
+      sha256: alpha.sha256,
+      records: 3,
+      bytes: readFileSync(join(t.dataDir, 'datasets', alpha.path)).length,
+      uploadedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+    });
+    // By path: name, then content hash; both versions of beta are there.
+    expect(datasets.map((d: { path: string }) => d.path)).toEqual(
+      [alpha.path, beta1.path, beta2.path].sort(),
+    );
+
+    const first = (await list('?page_size=2')).json();
+    expect(first.datasets).toHaveLength(2);
+    const second = (await list(`?page_size=2&page_token=${first.next_page_token}`)).json();
+    expect([...first.datasets, ...second.datasets]).toEqual(datasets);
+    expect(second.next_page_token).toBeUndefined();
+
+    // Another project's datasets are not listed; a key without datasets.read lists nothing.
+    const p1 = (await list('', viewer)).json().datasets as { path: string }[];
+    expect(p1.length).toBeGreaterThan(0);
+    expect(p1.every((d) => d.path.startsWith('datasets/p1/'))).toBe(true);
+    expect((await list('', ingest)).statusCode).toBe(403);
+    expect((await list('?project=p1')).statusCode).toBe(403);
+    const badToken = await list(`?page_token=${Buffer.from('datasets/p1/').toString('base64url')}`);
+    expect(badToken.statusCode).toBe(400);
+    expect(badToken.json().error.code).toBe('DATASET_INVALID_REQUEST');
+
+    // A dataset whose details are missing (published before counts were kept) is still listed.
+    rmSync(join(t.dataDir, 'datasets', 'meta', 'listing', 'alpha'), { recursive: true });
+    const after = (await list('')).json().datasets;
+    expect(after[0]).not.toHaveProperty('records');
+    expect(after[0].path).toBe(alpha.path);
   });
 });

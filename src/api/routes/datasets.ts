@@ -46,6 +46,7 @@ declare module 'fastify' {
 }
 
 /**
+ * `GET /v1alpha1/datasets?project=` lists a project's published datasets (paged).
  * `POST /v1alpha1/datasets/{name}/upload?project=&format=jsonl|parquet` with the file as the raw
  * body (any content type but multipart; curl's `--data-binary @file` works as is). The caller's
  * permission, the name and the format are checked and a conversion slot is taken before the body
@@ -63,9 +64,14 @@ export async function datasetRoutes(
     done(null, body),
   );
 
-  app.get('/v1alpha1/datasets', async (request) => ({
-    datasets: await datasets.list(request.principal, one(request.query as Query, 'project')),
-  }));
+  app.get('/v1alpha1/datasets', async (request) => {
+    const { project, page } = pageOf(request.query as Query);
+    const result = await datasets.list(request.principal, project, page);
+    return {
+      datasets: result.items,
+      ...(result.nextPageToken === undefined ? {} : { next_page_token: result.nextPageToken }),
+    };
+  });
 
   // One version's records (`sha256`; the newest version when absent), paged: a preview.
   app.get('/v1alpha1/datasets/:name/records', async (request) => {

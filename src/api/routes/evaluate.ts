@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { authorize } from '../../auth/index.js';
 import { EvaluateRequestSchema, type EvaluationService } from '../../evaluators/index.js';
 import { parse } from '../validate.js';
@@ -17,15 +16,6 @@ export async function evaluateRoutes(
 
   app.get('/v1alpha1/evaluators', async (request) => {
     authorize(request.principal, 'evaluate', request.principal.project);
-    return {
-      evaluators: evaluation.evaluatorTypes().map(({ manifest }) => ({
-        type: manifest.type,
-        description: manifest.description,
-        needs: manifest.needs,
-        scores: manifest.scores,
-        cheap: manifest.cheap,
-        params: z.toJSONSchema(manifest.params, { io: 'input', unrepresentable: 'any' }),
-      })),
-    };
+    return { evaluators: evaluation.describeTypes() };
   });
 }

@@ -9,7 +9,8 @@ export interface HealthDeps {
 }
 
 export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Promise<void> {
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  // `service` lets the CLI tell a Touchstone server from whatever else answers on the port.
+  app.get('/healthz', async () => ({ status: 'ok', service: 'touchstone' }));
 
   app.get('/readyz', async (request, reply) => {
     try {

@@ -325,7 +325,7 @@ describe.each(storeVariants())('Connect RPC on the main port on $name', (variant
 
   it('still serves REST and OTLP on the same port over HTTP/1.1 and HTTP/2', async () => {
     const health = await fetch(`${baseUrl}/healthz`);
-    expect(await health.json()).toEqual({ status: 'ok' });
+    expect(await health.json()).toEqual({ status: 'ok', service: 'touchstone' });
     const otlp = await fetch(`${baseUrl}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${keys.editor}` },
@@ -350,7 +350,10 @@ describe.each(storeVariants())('Connect RPC on the main port on $name', (variant
           req.on('error', reject);
           req.end();
         });
-      expect(await get('/healthz')).toEqual({ status: 200, body: '{"status":"ok"}' });
+      expect(await get('/healthz')).toEqual({
+        status: 200,
+        body: '{"status":"ok","service":"touchstone"}',
+      });
       const unauthenticated = await get('/v1alpha1/scores');
       expect(unauthenticated.status).toBe(401);
       expect(JSON.parse(unauthenticated.body).error.code).toBe('UNAUTHENTICATED');

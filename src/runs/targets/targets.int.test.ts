@@ -420,7 +420,10 @@ writeFileSync(${JSON.stringify(pidFile)},String(c.pid));setInterval(()=>{},1000)
     expect(err.message).not.toContain('tok-abcdef');
     expect(err.message).not.toContain('partial output');
     expect(err.message).not.toContain('line one');
-    expect(err.message.length).toBeLessThan(300);
+    // The excerpt is bounded (200 characters and an ellipsis), whatever the program's path adds.
+    const excerpt = /\(stderr: (.*)\)$/s.exec(err.message)?.[1] ?? '';
+    expect(excerpt).toMatch(/^auth failed with \*\*\* .*y…$/);
+    expect(excerpt.length).toBe(201);
 
     const missing = await build({ kind: 'command', argv: ['/no/such/program'] });
     expect((await failure(missing.generate({ record: { input: '' }, trial: 0 }))).code).toBe(

@@ -10,16 +10,35 @@ import { NotFound } from './not-found.js';
 
 /** Datasets of offline runs: names and versions, and a version's records as a preview. */
 
+/** One uploaded content of a dataset, as `GET /v1alpha1/datasets` lists it. */
 interface Version {
+  name: string;
   path: string;
   sha256: string;
+  records?: number;
   bytes: number;
-  publishedAt: string;
+  uploadedAt: string;
 }
 
 interface Dataset {
   name: string;
+  /** Newest first. */
   versions: Version[];
+}
+
+/** The first thousand versions (the listing's largest page) grouped by dataset name. */
+function useDatasets(project: string) {
+  const list = useApi<{ datasets: Version[] }>('/v1alpha1/datasets', {
+    project,
+    page_size: '1000',
+  });
+  const byName = new Map<string, Version[]>();
+  for (const v of list.data?.datasets ?? []) byName.set(v.name, [...(byName.get(v.name) ?? []), v]);
+  const datasets: Dataset[] = [...byName].map(([name, versions]) => ({
+    name,
+    versions: versions.sort((a, b) => b.uploadedAt.localeCompare(a.uploadedAt)),
+  }));
+  return { ...list, datasets: list.data === undefined ? undefined : datasets };
 }
 
 function size(bytes: number): string {
@@ -30,16 +49,16 @@ function size(bytes: number): string {
 
 export function DatasetsPage({ project }: PageProps) {
   useTitle('Datasets');
-  const list = useApi<{ datasets: Dataset[] }>('/v1alpha1/datasets', { project });
+  const list = useDatasets(project);
   return (
     <section>
       <h1>Datasets</h1>
       {list.error !== undefined && <ErrorNote error={list.error} what="datasets" />}
       {list.loading && <Loading what="datasets" />}
-      {list.data !== undefined && list.data.datasets.length === 0 && (
+      {list.datasets !== undefined && list.datasets.length === 0 && (
         <Empty>No datasets in project {project}.</Empty>
       )}
-      {list.data !== undefined && list.data.datasets.length > 0 && (
+      {list.datasets !== undefined && list.datasets.length > 0 && (
         <table>
           <caption class="sr-only">Datasets of project {project}</caption>
           <thead>
@@ -47,11 +66,12 @@ export function DatasetsPage({ project }: PageProps) {
               <th scope="col">Dataset</th>
               <th scope="col">Versions</th>
               <th scope="col">Newest</th>
+              <th scope="col">Records</th>
               <th scope="col">Size</th>
             </tr>
           </thead>
           <tbody>
-            {list.data.datasets.map((d) => (
+            {list.datasets.map((d) => (
               <tr key={d.name}>
                 <td>
                   <a href={href(`/datasets/${encodeURIComponent(d.name)}`, { project })}>
@@ -59,7 +79,8 @@ export function DatasetsPage({ project }: PageProps) {
                   </a>
                 </td>
                 <td class="num">{d.versions.length}</td>
-                <td>{formatTime(d.versions[0]?.publishedAt)}</td>
+                <td>{formatTime(d.versions[0]?.uploadedAt)}</td>
+                <td class="num">{formatNumber(d.versions[0]?.records)}</td>
                 <td class="num">{d.versions[0] === undefined ? '—' : size(d.versions[0].bytes)}</td>
               </tr>
             ))}
@@ -73,7 +94,7 @@ export function DatasetsPage({ project }: PageProps) {
 export function DatasetPage({ project, id, query }: PageProps) {
   useTitle(`Dataset ${id}`);
   const sha256 = query.get('sha256') ?? undefined;
-  const datasets = useApi<{ datasets: Dataset[] }>('/v1alpha1/datasets', { project });
+  const datasets = useDatasets(project);
   const records = usePages<
     TraceRecord,
     { records: TraceRecord[]; total: number; path: string; next_page_token?: string }
@@ -84,7 +105,7 @@ export function DatasetPage({ project, id, query }: PageProps) {
   );
   if (isStatus(records.error, 404))
     return <NotFound what={`dataset ${id} in project ${project}`} project={project} />;
-  const dataset = datasets.data?.datasets.find((d) => d.name === id);
+  const dataset = datasets.datasets?.find((d) => d.name === id);
   return (
     <section>
       <nav class="crumbs" aria-label="Breadcrumb">
@@ -103,7 +124,8 @@ export function DatasetPage({ project, id, query }: PageProps) {
               >
                 <span class="mono">{v.sha256.slice(0, 12)}</span>
               </a>{' '}
-              {formatTime(v.publishedAt)} · {size(v.bytes)}
+              {formatTime(v.uploadedAt)} · {size(v.bytes)}
+              {v.records !== undefined && ` · ${formatNumber(v.records)} records`}
               {i === 0 && <span class="muted"> (newest)</span>}
               <div class="muted mono">{v.path}</div>
             </li>
