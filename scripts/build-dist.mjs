@@ -76,13 +76,16 @@ export function build(root, reason) {
     return false;
   }
   const before = fingerprint(root);
-  process.stderr.write(`touchstone: ${why}building dist/ from src/ and ui/ (about a minute)…\n`);
+  // The web UI (dist/ui) needs Vite, a development dependency like TypeScript.
+  const vite = existsSync(join(root, UI_CONFIG))
+    ? tool(root, 'vite', join('bin', 'vite.js'))
+    : undefined;
+  const from = vite === undefined ? 'src/' : 'src/ and ui/';
+  process.stderr.write(`touchstone: ${why}building dist/ from ${from} (about a minute)…\n`);
   const started = Date.now();
   try {
     step(root, tsc, ['-p', 'tsconfig.build.json']);
-    // The web UI (dist/ui) needs Vite, a development dependency like TypeScript.
-    const vite = tool(root, 'vite', join('bin', 'vite.js'));
-    if (vite !== undefined && existsSync(join(root, UI_CONFIG))) {
+    if (vite !== undefined) {
       step(root, vite, ['build', '--logLevel', 'warn', '--config', UI_CONFIG]);
     }
   } catch {

@@ -7,7 +7,7 @@ import type { EvaluatorRef, RecordResults } from '../evaluators/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { configFromFlags } from './serve.js';
-import { namedServer } from './target.js';
+import { namedServer, outputOption } from './target.js';
 
 /**
  * `-e latency:thresholdMs=2000,unit=ms` → {ref: 'latency', params: {thresholdMs: 2000, unit: 'ms'}}.
@@ -129,6 +129,7 @@ export function evaluateCommand(program: Command, io: CliIO, stdin: () => string
     )
     .option('-c, --config <file>', 'YAML config file (local mode: judges)')
     .option('--json', 'print the results as JSON')
+    .addOption(outputOption())
     .action(
       async (flags: {
         file: string;

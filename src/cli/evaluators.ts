@@ -5,7 +5,7 @@ import { systemClock } from '../core/index.js';
 import type { EvaluatorTypeView } from '../evaluators/index.js';
 import type { CliIO } from './io.js';
 import { configFromFlags } from './serve.js';
-import { namedServer, type TargetFlags } from './target.js';
+import { namedServer, outputOption, type TargetFlags } from './target.js';
 
 interface ParamSchema {
   properties?: Record<string, { enum?: unknown[] }>;
@@ -65,6 +65,7 @@ export function evaluatorsCommand(program: Command, io: CliIO): void {
     )
     .option('-c, --config <file>', 'YAML config file (local mode)')
     .option('--json', 'print JSON')
+    .addOption(outputOption())
     .action(async (flags: TargetFlags) => {
       const client = namedServer(flags, io);
       const types =

@@ -17,6 +17,7 @@ import { runsCommand } from './runs.js';
 import { scoresCommand } from './scores.js';
 import { serveCommand } from './serve.js';
 import { sourceCommand } from './source.js';
+import { applyOutputOption } from './target.js';
 import { tracesCommand } from './traces.js';
 import { webhookCommand } from './webhook.js';
 
@@ -67,6 +68,7 @@ Docs: docs/cli.md`,
   program.hook('preAction', (_cmd, action) => {
     serving = action.name() === 'serve';
   });
+  program.hook('preAction', applyOutputOption);
   keysCommand(program, io);
   evaluateCommand(program, io, stdin);
   evaluatorsCommand(program, io);

@@ -14,7 +14,7 @@ import {
   runReport,
   statusText,
 } from './runs.js';
-import { namedServer, type TargetFlags } from './target.js';
+import { namedServer, outputOption, type TargetFlags } from './target.js';
 
 /**
  * `touchstone run -f spec.yaml`: creates a run and, by default, waits for it with a progress
@@ -206,6 +206,7 @@ export function runCommand(program: Command, io: CliIO, stdin: () => string): vo
     .option('-c, --config <file>', 'YAML config file (embedded mode: judges, grants)')
     .option('--data-dir <dir>', 'data directory (embedded mode, default ./.touchstone)')
     .option('--json', 'print the final run as JSON')
+    .addOption(outputOption())
     .option(
       '--idempotency-key <key>',
       'with --server: create the run under this Idempotency-Key, so a retried command (e.g. a re-run CI job with the same key) gets the same run instead of a second one',

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { pino } from 'pino';
 import { splitListen } from '../config/index.js';
 import { systemClock } from '../core/index.js';
@@ -151,7 +151,23 @@ export function targetOptions(cmd: Command): Command {
     )
     .option('-c, --config <file>', 'YAML config file (local mode)')
     .option('--data-dir <dir>', 'data directory (local mode, default ./.touchstone)')
-    .option('--json', 'print JSON');
+    .option('--json', 'print JSON')
+    .addOption(outputOption());
+}
+
+/**
+ * `-o json|text`, the kubectl-style spelling of `--json` (text, the default, is the human view);
+ * the program's preAction hook (`applyOutputOption`) turns `-o json` into the `json` flag.
+ */
+export function outputOption(): Option {
+  return new Option('-o, --output <format>', 'output format (json: as --json)').choices([
+    'json',
+    'text',
+  ]);
+}
+
+export function applyOutputOption(_program: Command, action: Command): void {
+  if (action.getOptionValue('output') === 'json') action.setOptionValue('json', true);
 }
 
 export interface ListPage<T> {

@@ -85,7 +85,7 @@ describe('bin/touchstone.js in a checkout', () => {
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toBe('a b');
     expect(first.stderr).toMatch(
-      /^touchstone: dist\/ is missing: building dist\/ from src\/ \(tsc, about a minute\)…\ntouchstone: built dist\/ in \d+ s\n$/,
+      /^touchstone: dist\/ is missing: building dist\/ from src\/ \(about a minute\)…\ntouchstone: built dist\/ in \d+ s\n$/,
     );
 
     const second = bin(dir);

@@ -137,7 +137,12 @@ describe('README quickstart, copy-paste, start to end', { timeout: 600_000 }, ()
     expect(cliOnTerminal(['traces', 'get', id, '--json'], {}, dir).output).toMatch(
       /^\{\r?\n {2}"trace": \{/m,
     );
+    // `-o json`, the kubectl spelling, is the same.
+    expect(cliOnTerminal(['traces', 'get', id, '-o', 'json'], {}, dir).output).toMatch(
+      /^\{\r?\n {2}"trace": \{/m,
+    );
     expect(cli(['traces', 'get', id, '--tree', '--json'], {}, dir).code).toBe(2);
+    expect(cli(['traces', 'get', id, '-o', 'yaml'], {}, dir).stderr).toMatch(/json, text/);
   });
 
   it('5: the policy scores the traces that arrive after it; rescore queues the earlier ones', () => {
