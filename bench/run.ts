@@ -1,6 +1,6 @@
 /**
  * Runs benchmarks: `npm run bench` (all but the fuzzer and the MLflow source bench) or
- * `npm run bench -- ingest fuzz-otlp`.
+ * `npm run bench -- ingest fuzz`. Flags (`--name=value`) are left to the benchmarks.
  * Each prints its figures; none asserts a time (budgets are compared by reading the output).
  */
 const BENCHES: Record<string, () => Promise<void>> = {
@@ -21,10 +21,10 @@ const BENCHES: Record<string, () => Promise<void>> = {
   ui: async () => (await import('./ui.js')).main(),
   // A live MLflow server (TOUCHSTONE_INTEROP_MLFLOW_PYTHON) and 10k traces (minutes); by name only.
   'source-mlflow': async () => (await import('./source-mlflow.js')).main(),
-  // 1M random and mutated OTLP bodies (several minutes); run by name only.
-  'fuzz-otlp': async () => (await import('./fuzz-otlp.js')).main(),
+  // The fuzz targets of test/adversarial/fuzz for minutes each; by name only.
+  fuzz: async () => (await import('./fuzz.js')).main(),
 };
-const BY_NAME_ONLY = new Set(['fuzz-otlp', 'overload', 'source-mlflow']);
+const BY_NAME_ONLY = new Set(['fuzz', 'overload', 'source-mlflow']);
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const names = wanted.length > 0 ? wanted : Object.keys(BENCHES).filter((n) => !BY_NAME_ONLY.has(n));

@@ -96,6 +96,26 @@ describe('parseYaml', () => {
     expect(parseYaml('1: a\n"1": b\n').ok).toBe(true);
   });
 
+  it('refuses an alias inside the node it names (its value would hold itself)', () => {
+    for (const text of [
+      '&a [*a]',
+      'a: &a {b: *a}',
+      'x: 1\nl:\n  - &x {y: [*x]}',
+      'a: &a\n  b: *a',
+    ]) {
+      const p = problem(parseYaml(text));
+      expect(p.message, text).toBe('an alias inside the node it names');
+      expect(p.line, text).toBeGreaterThan(0);
+    }
+    expect(problem(parseYaml('x: 1\nl:\n  - &x {y: [*x]}'))).toMatchObject({ line: 3, column: 13 });
+    // The alias names the innermost anchor before it, which is not the node holding it here.
+    expect(parseYaml('&a [&a x, *a]')).toEqual({ ok: true, documents: [['x', 'x']] });
+    expect(parseYaml('a: &a [1]\nb: &b [*a]')).toEqual({
+      ok: true,
+      documents: [{ a: [1], b: [[1]] }],
+    });
+  });
+
   it('reports syntax errors by place and kind, never quoting the text', () => {
     const p = problem(parseYaml('ok: 1\n---\nsecret: "tsk_do-not-echo\n'));
     expect(p).toMatchObject({ document: 1, line: expect.any(Number) });

@@ -1,4 +1,13 @@
-import { type Document, isScalar, Lexer, LineCounter, parseAllDocuments, visit } from 'yaml';
+import {
+  type Document,
+  isAlias,
+  isScalar,
+  Lexer,
+  LineCounter,
+  type Node,
+  parseAllDocuments,
+  visit,
+} from 'yaml';
 
 /**
  * The one YAML reader (config file, CLI `-f` files, run specs given as text, `TOUCHSTONE_*`
@@ -31,7 +40,7 @@ export interface YamlOptions {
 
 /**
  * The values of the text's documents (empty ones skipped), or its first problem. Syntax errors,
- * duplicate keys, more than YAML_MAX_ALIASES aliases, flow nesting deeper than YAML_MAX_DEPTH,
+ * duplicate keys, an alias inside the node it names, more than YAML_MAX_ALIASES aliases, flow nesting deeper than YAML_MAX_DEPTH,
  * an alias that expands too far and a text over `maxBytes` are problems; nothing throws.
  */
 export function parseYaml(text: string, options: YamlOptions = {}): YamlResult {
@@ -59,7 +68,7 @@ export function parseYaml(text: string, options: YamlOptions = {}): YamlResult {
         message: words(error.code),
       });
     }
-    const duplicate = duplicateKey(doc, lines);
+    const duplicate = duplicateKey(doc, lines) ?? selfAlias(doc, lines);
     if (duplicate !== undefined) return fail({ document: i, ...duplicate });
     let value: unknown;
     try {
@@ -139,12 +148,7 @@ function duplicateKey(
       for (const { key } of map.items) {
         if (!isScalar(key) || key.value === '<<') continue;
         if (seen.has(key.value)) {
-          const at =
-            key.range === undefined || key.range === null ? undefined : lines.linePos(key.range[0]);
-          found = {
-            ...(at === undefined ? {} : { line: at.line, column: at.col }),
-            message: 'duplicate key',
-          };
+          found = { ...place(key, lines), message: 'duplicate key' };
           return visit.BREAK;
         }
         seen.add(key.value);
@@ -153,4 +157,36 @@ function duplicateKey(
     },
   });
   return found;
+}
+
+/**
+ * The first alias inside the node it names (`&a [*a]`): its value would hold itself, which every
+ * JSON writer and schema walk after the read fails on (a TypeError, or no end). An alias names
+ * the last node with its anchor before it in document order, the order `visit` walks.
+ */
+function selfAlias(
+  doc: Document.Parsed,
+  lines: LineCounter,
+): Omit<YamlProblem, 'document'> | undefined {
+  const anchored = new Map<string, unknown>();
+  let found: Omit<YamlProblem, 'document'> | undefined;
+  visit(doc, {
+    Node(_, node, path) {
+      if (!isAlias(node)) {
+        if (node.anchor !== undefined) anchored.set(node.anchor, node);
+        return undefined;
+      }
+      const named = anchored.get(node.source);
+      if (named === undefined || !path.includes(named as Node)) return undefined;
+      found = { ...place(node, lines), message: 'an alias inside the node it names' };
+      return visit.BREAK;
+    },
+  });
+  return found;
+}
+
+function place(node: Node, lines: LineCounter): { line?: number; column?: number } {
+  const at =
+    node.range === undefined || node.range === null ? undefined : lines.linePos(node.range[0]);
+  return at === undefined ? {} : { line: at.line, column: at.col };
 }

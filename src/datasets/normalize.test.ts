@@ -319,4 +319,47 @@ describe('Parquet normalization', () => {
     expect(err.code).toBe('DATASET_FORMAT_INVALID');
     expect(err.message).toContain('not a readable Parquet file');
   });
+
+  it('refuses column chunks the schema does not name, before a damaged page of one is read', async () => {
+    const body = parquet(
+      [
+        { name: 'input', data: ['a'], type: 'STRING' },
+        { name: 'metadata', data: [{ k: 'QQQQ' }], type: 'JSON' },
+      ],
+      { codec: 'UNCOMPRESSED', statistics: false },
+    );
+    const bytes = Buffer.from(body);
+    // The schema's name of the field (its first mention, in the footer) no longer matches its
+    // column chunk, and the chunk's page holds JSON that does not parse. The reader never waited
+    // for such a chunk, so its failure escaped as an unhandled rejection and ended the process.
+    const footer = bytes.length - 8 - bytes.readUInt32LE(bytes.length - 8);
+    bytes.write('metedata', bytes.indexOf('metadata', footer));
+    bytes.write('Q\u0001', bytes.indexOf('QQQQ'));
+    const escaped: unknown[] = [];
+    const onRejection = (reason: unknown) => escaped.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const err = await rejection(new Uint8Array(bytes), 'parquet');
+      expect(err.code).toBe('DATASET_FORMAT_INVALID');
+      expect(err.message).toContain('row group 0, column "metadata": not a column of the schema');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(escaped).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
+  it('refuses a schema that names two fields alike', async () => {
+    const body = Buffer.from(
+      parquet([
+        { name: 'input', data: ['a'], type: 'STRING' },
+        { name: 'inpux', data: ['b'], type: 'STRING' },
+      ]),
+    );
+    const footer = body.length - 8 - body.readUInt32LE(body.length - 8);
+    body.write('input', body.indexOf('inpux', footer));
+    const err = await rejection(new Uint8Array(body), 'parquet');
+    expect(err.code).toBe('DATASET_FORMAT_INVALID');
+    expect(err.message).toContain('two fields are named "input"');
+  });
 });

@@ -34,20 +34,54 @@ function columnName(path: readonly string[] | undefined): string {
 }
 
 /**
- * Walks every page header of every column chunk before anything is decompressed: a page over
- * `maxPageBytes` (compressed or uncompressed) is refused, and so is a file whose pages decompress
- * to more than `maxNormalizedBytes` in all, which bounds the memory a small, highly compressed
- * file can make the reader allocate.
+ * The schema's top-level fields: name → whether it is a leaf (not a group). Walks the flat
+ * schema list without recursion; a list shorter than its counts, or a name used twice, is not
+ * a Parquet file.
+ */
+function topLevelFields(metadata: FileMetaData): Map<string, boolean> {
+  const schema = metadata.schema;
+  const fields = new Map<string, boolean>();
+  let i = 1;
+  for (let c = 0; c < (schema[0]?.num_children ?? 0); c++) {
+    const field = schema[i++];
+    if (field === undefined) throw notParquet('the schema lists fewer fields than it counts');
+    if (fields.has(field.name))
+      throw notParquet(`two fields are named ${columnName([field.name])}`);
+    fields.set(field.name, !field.num_children);
+    for (let pending = field.num_children ?? 0; pending > 0; pending--) {
+      const inner = schema[i++];
+      if (inner === undefined) throw notParquet('the schema lists fewer fields than it counts');
+      pending += inner.num_children ?? 0;
+    }
+  }
+  return fields;
+}
+
+/**
+ * Walks every column chunk and page header before anything is decompressed: a chunk the schema
+ * does not name is refused (the reader would never wait for it, and its failure would escape as
+ * an unhandled rejection, which ends the process); a page over `maxPageBytes` (compressed or
+ * uncompressed) is refused, and so is a file whose pages decompress to more than
+ * `maxNormalizedBytes` in all, which bounds the memory a small, highly compressed file can make
+ * the reader allocate.
  */
 function checkPages(view: DataView, metadata: FileMetaData, limits: DatasetLimits): void {
+  const fields = topLevelFields(metadata);
   let total = 0;
   for (const [g, group] of metadata.row_groups.entries()) {
+    const leaves = new Set<string>();
     for (const chunk of group.columns) {
       const meta = chunk.meta_data;
       if (chunk.file_path !== undefined || meta === undefined) {
         throw notParquet(`row group ${g} refers to column data in another file`);
       }
       const column = columnName(meta.path_in_schema);
+      const top = meta.path_in_schema[0] ?? '';
+      const leaf = fields.get(top);
+      if (leaf === undefined || (leaf && (meta.path_in_schema.length !== 1 || leaves.has(top)))) {
+        throw notParquet(`row group ${g}, column ${column}: not a column of the schema`);
+      }
+      if (leaf) leaves.add(top);
       let offset = Number(meta.dictionary_page_offset ?? meta.data_page_offset);
       const end = offset + Number(meta.total_compressed_size);
       if (!(offset >= 4 && end <= view.byteLength - 8 && offset <= end)) {
