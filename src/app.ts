@@ -385,7 +385,12 @@ async function assemble(
     clock,
     connector,
     write: (trace, adjust) => pulled.write(trace, adjust),
-    overrides: (source) => compileOverrides(source, source.project ?? 'default'),
+    overrides: (source) => {
+      const project = source.project ?? 'default';
+      return compileOverrides(source, project, (field, reason) =>
+        metrics.onOverrideError(project, source.name, field, reason),
+      );
+    },
     observer: metrics,
     logger,
     redactText: (text) => redactor.redactText(text),

@@ -64,6 +64,11 @@ export class Metrics
     'CEL evaluations that failed (counted as "does not select" or "stage skipped"), by field and reason: cost (ran out of its budget) or error.',
     ['project', 'policy', 'field', 'reason'],
   );
+  private readonly sourceOverrideErrors = this.counter(
+    'touchstone_source_override_errors_total',
+    'Source overrides whose CEL failed on a pulled trace (the field is left as it was), by field and reason: cost (ran out of its budget) or error.',
+    ['project', 'source', 'field', 'reason'],
+  );
   private readonly onlinePostponed = this.counter(
     'touchstone_online_postponed_total',
     'Work items put back for later: rate_limited (a judge asked to wait) or trace_open.',
@@ -210,6 +215,10 @@ export class Metrics
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
     return new Counter<L>({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  onOverrideError(project: string, source: string, field: string, reason: string): void {
+    this.sourceOverrideErrors.inc({ project, source, field, reason });
   }
 
   onPulled(project: string, source: string, traces: number): void {

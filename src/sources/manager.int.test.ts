@@ -174,12 +174,14 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
   let app: App;
   let dataDir: string;
   let dispose: () => Promise<void>;
+  let overrideErrors: string[];
   let fake: FakeStore;
   let manager: SourceManager;
   let writer: WriteBackWriter;
 
   beforeEach(async () => {
     clock = new FakeClock(T0);
+    overrideErrors = [];
     dataDir = mkdtempSync(join(tmpdir(), 'touchstone-sources-'));
     const store = await variant.open();
     dispose = store.dispose;
@@ -210,7 +212,10 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
       clock,
       connector: () => fake,
       write: (t, adjust) => pulled.write(t, adjust),
-      overrides: (s) => compileOverrides(s, 'default'),
+      overrides: (s) =>
+        compileOverrides(s, 'default', (field, reason) =>
+          overrideErrors.push(`${field}: ${reason}`),
+        ),
       options: { pageSize: 3, maxRecordsPerSecond: 1_000_000 },
       sleep: async () => undefined,
     });
@@ -253,7 +258,8 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
     expect(page.items).toHaveLength(7);
     expect(page.items[0]?.labels).toMatchObject({ source: 'prod-mlflow', env: 'prod' });
     expect(page.items[0]?.source).toBe('prod-mlflow');
-    // Overrides set record fields; a failing one leaves its field as it was.
+    // Overrides set record fields; a failing one leaves its field as it was, and is reported.
+    expect(overrideErrors).toEqual(Array(7).fill('output: error'));
     const stored = await app.store.traces.get('default', page.items[0]?.traceId ?? '');
     expect(stored?.record).toMatchObject({
       reference: 'answer',

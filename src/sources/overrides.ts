@@ -1,15 +1,22 @@
 import { contentText, type NormalizedTrace } from '../core/index.js';
-import { type CompiledExpression, compileExpression, traceFacts } from '../policies/index.js';
+import {
+  type CompiledExpression,
+  compileExpression,
+  type FailureReason,
+  traceFacts,
+} from '../policies/index.js';
 import type { ParsedSource } from './resource.js';
 
 /**
  * A source's `spec.overrides`: CEL expressions that set record fields of its pulled traces. They
  * see what selectors see plus the record's input and output as text. An expression that fails
- * leaves its field as it was (so evaluators needing it skip the record).
+ * leaves its field as it was (so evaluators needing it skip the record) and is reported to
+ * `onError` with its field and why (`cost`: it ran out of its budget).
  */
 export function compileOverrides(
   source: ParsedSource,
   project: string,
+  onError?: (field: string, reason: FailureReason) => void,
 ): ((n: NormalizedTrace) => NormalizedTrace) | undefined {
   const entries = Object.entries(source.spec.overrides);
   if (entries.length === 0) return undefined;
@@ -24,7 +31,10 @@ export function compileOverrides(
     let labels = n.summary.labels;
     for (const [target, expression] of compiled) {
       const r = expression.evaluateValue(facts, text);
-      if (!r.ok) continue;
+      if (!r.ok) {
+        onError?.(target, r.reason);
+        continue;
+      }
       if (target.startsWith('metadata.'))
         record.metadata[target.slice('metadata.'.length)] = r.value;
       else if (target.startsWith('labels.')) {
