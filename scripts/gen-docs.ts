@@ -65,6 +65,8 @@ export function rolesDoc(): string {
     '  evaluations (they store nothing).',
     '- `admin` and `owner` hold the same permissions, except that only an owner may create or revoke a',
     '  key with the owner role.',
+    '- `traces.annotate` (editor and up) adds human scores to a trace the key can read',
+    "  (`POST /v1alpha1/traces/{trace_id}/annotations`, the web UI's Annotate form); the viewer reads them.",
     '- `GET /healthz` and `GET /readyz` need no credential; every other route needs a valid key when',
     '  auth is on.',
     "- `GET /metrics` needs `metrics.read` (admin and owner): its series name every project's",

@@ -30,7 +30,7 @@ import {
   type HttpClient,
   proxySettingsFromConfig,
 } from './net/index.js';
-import { PolicyEngine, PolicyService, ScoreQueries } from './policies/index.js';
+import { AnnotationService, PolicyEngine, PolicyService, ScoreQueries } from './policies/index.js';
 import { compileRedaction } from './redaction/index.js';
 import {
   preflightTarget,
@@ -337,13 +337,14 @@ async function assemble(
     async () => (await webhooks.service.queueStats()).oldestAgeSeconds,
   );
   const directory = new SourceDirectory({ store, clock });
+  const resultSinks = [new SourceResultSink({ directory, clock })];
   const engine = new PolicyEngine({
     store,
     clock,
     registry: evaluation.registry,
     judge: (name) => evaluation.findJudge(name),
     events: webhooks.emitter,
-    sinks: [new SourceResultSink({ directory, clock })],
+    sinks: resultSinks,
     observer: metrics,
     logger,
     options: {
@@ -526,6 +527,7 @@ async function assemble(
       intervalMs: SWEEP_INTERVAL_MS,
     },
   });
+  const traces = new TraceQueries(store);
   const server = await buildServer({
     logger,
     bodyLimit: config.limits.max_body_bytes,
@@ -535,11 +537,19 @@ async function assemble(
     evaluation,
     metrics,
     ingest,
-    traces: new TraceQueries(store),
+    traces,
     maxAttributeBytes: config.traces.max_attribute_bytes,
     webhooks: webhooks.service,
     policies,
     scores: new ScoreQueries(store),
+    annotations: new AnnotationService({
+      store,
+      clock,
+      traces,
+      events: webhooks.emitter,
+      sinks: resultSinks,
+      redactText: (text) => redactor.redactText(text),
+    }),
     sources,
     runs,
     idempotency,

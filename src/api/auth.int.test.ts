@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
+import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
 import { hashSecret, OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
 
 type Call = { method: 'GET' | 'POST' | 'DELETE'; url: string; body?: unknown };
@@ -127,6 +128,20 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
   {
+    name: 'trace scores',
+    call: { method: 'GET', url: '/v1alpha1/traces/TRACE_KEPT/scores' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'annotate trace',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/traces/TRACE_KEPT/annotations',
+      body: { name: 'correct', passed: true, comment: 'checked by hand' },
+    },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
     name: 'create run',
     call: { method: 'POST', url: '/v1alpha1/runs', body: run('created') },
     allowed: ['editor', 'admin', 'owner'],
@@ -198,9 +213,14 @@ describe('API keys and roles (auth section present)', () => {
   let t: TestApp;
   const secrets = {} as Record<Role, string>;
   let keptRun: string;
+  let keptTrace = '';
 
   beforeAll(async () => {
-    t = await testApp({ auth: {}, sources: { allow_hosts: ['127.0.0.1'] } });
+    t = await testApp({
+      auth: {},
+      sources: { allow_hosts: ['127.0.0.1'] },
+      traces: { completion_grace: '100ms' },
+    });
     for (const role of ROLES) {
       secrets[role] = (
         await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: [role], name: role })
@@ -210,8 +230,30 @@ describe('API keys and roles (auth section present)', () => {
     await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
     keptRun = (await t.app.runs.create(OPEN_PRINCIPAL, run('kept'), { project: 'p1' })).id;
     await t.app.runExecutor.drain();
+    keptTrace = await completedTrace();
   });
   afterAll(() => t.close());
+
+  /** One agent trace of p1, sent over OTLP and completed. */
+  async function completedTrace(): Promise<string> {
+    const ingest = await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: ['ingest'] });
+    let id = '';
+    const spans = recordSpans({ 'service.name': 'agent' }, (tracer) => {
+      id = agentTrace(tracer, { fail: false });
+    });
+    const sent = await t.app.server.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: jsonBody(spans),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ingest.secret}` },
+    });
+    expect(sent.statusCode).toBe(200);
+    for (let i = 0; i < 100 && (await t.app.store.traces.get('p1', id)) === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await t.app.completer.tick();
+    }
+    return id;
+  }
 
   const send = (call: Call, secret?: string) =>
     t.app.server.inject({
@@ -255,6 +297,9 @@ describe('API keys and roles (auth section present)', () => {
         if (call.url.includes('DELETE_ME')) {
           await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
           call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
+        }
+        if (call.url.includes('TRACE_KEPT')) {
+          call = { ...call, url: call.url.replace('TRACE_KEPT', keptTrace) };
         }
         if (call.url.includes('RUN_KEPT')) {
           call = { ...call, url: call.url.replace('RUN_KEPT', keptRun) };

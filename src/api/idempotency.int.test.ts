@@ -81,6 +81,7 @@ const REQUIRED: Record<string, [Method, string]> = {
   'sources.apply': ['POST', '/v1alpha1/sources'],
   'policies.apply': ['POST', '/v1alpha1/policies'],
   'keys.create': ['POST', '/v1alpha1/keys'],
+  'traces.annotate': ['POST', '/v1alpha1/traces/{}/annotations'],
 };
 
 /** A route pattern with its parameters as `{}` (`:name`, `:name(^re$)`), verbs kept. */
@@ -366,7 +367,7 @@ describe('the marked routes of the app', () => {
   });
   afterAll(async () => t.close());
 
-  it('mark exactly the spec’s retryable writes (runs, datasets, evaluate, webhooks, sources, policies, keys)', () => {
+  it('mark exactly the spec’s retryable writes (runs, datasets, evaluate, webhooks, sources, policies, keys, annotations)', () => {
     const marked = new Map<string, [string, string]>();
     for (const r of idempotentRoutes(t.app.server)) {
       expect(marked.has(r.operation), `${r.operation} marked twice`).toBe(false);

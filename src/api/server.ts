@@ -5,7 +5,7 @@ import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import type { IdempotencyService } from '../idempotency/index.js';
 import type { IngestService, TraceQueries } from '../ingest/index.js';
-import type { PolicyService, ScoreQueries } from '../policies/index.js';
+import type { AnnotationService, PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
 import type { WebhookService } from '../webhooks/index.js';
@@ -54,6 +54,7 @@ export interface ServerDeps {
   webhooks: WebhookService;
   policies: PolicyService;
   scores: ScoreQueries;
+  annotations: AnnotationService;
   sources: SourceService;
   runs: RunService;
   /** Idempotency-Key on the routes marked `config.idempotency`. */
@@ -156,6 +157,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     scores: deps.scores,
     traces: deps.traces,
     policies: deps.policies,
+    annotations: deps.annotations,
   });
   await app.register(sourceRoutes, { sources: deps.sources });
   await app.register(runRoutes, { runs: deps.runs });

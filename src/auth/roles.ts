@@ -9,6 +9,7 @@ export { ROLES, type Role } from '../core/index.js';
 export const PERMISSIONS = [
   'traces.read',
   'traces.write',
+  'traces.annotate',
   'evaluate',
   'policies.read',
   'policies.write',
@@ -37,6 +38,7 @@ const READ_ALL: Permission[] = [
 const EDIT: Permission[] = [
   ...READ_ALL,
   'traces.write',
+  'traces.annotate',
   'policies.write',
   'runs.create',
   'datasets.write',

@@ -1,12 +1,77 @@
 import type { Command } from 'commander';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
-import type { EvalRecord, TraceSummary } from '../core/index.js';
+import { type EvalRecord, systemClock, type TraceSummary } from '../core/index.js';
 import { TraceQueries } from '../ingest/index.js';
-import type { StoredTrace } from '../store/index.js';
+import { AnnotationService, type AnnotationView } from '../policies/index.js';
+import { compileRedaction } from '../redaction/index.js';
+import { SourceDirectory, SourceResultSink } from '../sources/index.js';
+import type { Store, StoredTrace } from '../store/index.js';
+import { WebhookOutbox } from '../webhooks/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
+import { configFromFlags } from './serve.js';
 import { type TargetFlags, targetOptions, withTarget } from './target.js';
 import { traceView } from './trace-view.js';
+
+interface AnnotateFlags extends TargetFlags {
+  project?: string;
+  name: string;
+  value?: string;
+  pass?: boolean;
+  fail?: boolean;
+  label?: string;
+  comment?: string;
+  idempotencyKey?: string;
+  config?: string;
+  dataDir?: string;
+}
+
+/** The request body of `traces annotate`: exactly one of --value, --pass, --fail, --label. */
+function annotationBody(flags: AnnotateFlags): Record<string, unknown> {
+  const given = [
+    flags.value !== undefined,
+    flags.pass === true,
+    flags.fail === true,
+    flags.label !== undefined,
+  ].filter(Boolean).length;
+  if (given !== 1) {
+    throw new CliExit(
+      EXIT.USAGE,
+      'give exactly one of --value <0-1>, --pass, --fail, --label <text>',
+    );
+  }
+  const body: Record<string, unknown> = { name: flags.name };
+  if (flags.value !== undefined) {
+    const value = Number(flags.value);
+    if (flags.value.trim() === '' || !Number.isFinite(value)) {
+      throw new CliExit(EXIT.USAGE, '--value must be a number from 0 to 1');
+    }
+    body.value = value;
+  }
+  if (flags.pass === true) body.passed = true;
+  if (flags.fail === true) body.passed = false;
+  if (flags.label !== undefined) body.label = flags.label;
+  if (flags.comment !== undefined) body.comment = flags.comment;
+  return body;
+}
+
+/**
+ * Annotation on the local data dir, as the server would store it: its outbox and write-back
+ * queue are filled in the same transaction, and a server started on the data dir sends them.
+ */
+function localAnnotations(flags: AnnotateFlags, io: CliIO, store: Store): AnnotationService {
+  const config = configFromFlags(flags, io);
+  const redactor = compileRedaction(config.traces.redaction);
+  const clock = systemClock;
+  return new AnnotationService({
+    store,
+    clock,
+    traces: new TraceQueries(store),
+    events: new WebhookOutbox({ clock }),
+    sinks: [new SourceResultSink({ directory: new SourceDirectory({ store, clock }), clock })],
+    redactText: (text) => redactor.redactText(text),
+  });
+}
 
 interface ListFlags extends TargetFlags {
   project?: string;
@@ -130,5 +195,54 @@ export function tracesCommand(program: Command, io: CliIO): void {
     // Scripts that pipe the output keep getting the JSON they always got.
     const tree = flags.tree === true || (flags.json !== true && io.stdout.isTTY === true);
     io.stdout.write(tree ? `${traceView(found)}\n` : `${JSON.stringify(found, null, 2)}\n`);
+  });
+
+  targetOptions(
+    traces
+      .command('annotate')
+      .description(
+        "Add your score to a trace under a name: a number from 0 to 1, pass or fail, or a label, with an optional comment. Annotating the same name again replaces your earlier score; others' stay.",
+      )
+      .argument('<trace-id>', 'trace id')
+      .requiredOption('--name <name>', 'what the score is about (1-64 letters, digits, _ . -)')
+      .option('--value <number>', 'a number from 0 to 1')
+      .option('--pass', 'the trace passes')
+      .option('--fail', 'the trace fails')
+      .option('--label <text>', 'a label (at most 256 characters)')
+      .option('--comment <text>', 'why (at most 4096 characters; redacted as trace text is)')
+      .option('-p, --project <name>', 'project')
+      .option(
+        '--idempotency-key <key>',
+        'with a server: retry safely, the same key and annotation answer the first outcome',
+      ),
+  ).action(async (traceId: string, flags: AnnotateFlags) => {
+    const body = annotationBody(flags);
+    const saved = await withTarget<AnnotationView>(
+      flags,
+      io,
+      (c) =>
+        c.call(
+          'POST',
+          `v1alpha1/traces/${encodeURIComponent(traceId)}/annotations${flags.project === undefined ? '' : `?project=${encodeURIComponent(flags.project)}`}`,
+          body,
+          flags.idempotencyKey === undefined ? {} : { 'idempotency-key': flags.idempotencyKey },
+        ),
+      (store) =>
+        localAnnotations(flags, io, store).annotate(OPEN_PRINCIPAL, flags.project, traceId, body),
+    );
+    if (flags.json) {
+      io.stdout.write(`${JSON.stringify(saved, null, 2)}\n`);
+      return;
+    }
+    const score = saved.result.scores[0];
+    const shown =
+      score?.passed !== undefined
+        ? score.passed
+          ? 'pass'
+          : 'fail'
+        : String(score?.value ?? score?.label ?? '');
+    io.stdout.write(
+      `annotated: trace ${saved.traceId} (project ${saved.project}) ${saved.result.evaluator}=${shown} by ${saved.result.annotator?.principal ?? ''}\n`,
+    );
   });
 }

@@ -128,14 +128,30 @@ export const ScoreSchema = z
   );
 export type Score = z.infer<typeof ScoreSchema>;
 
+/** Who gave a result that no evaluator computed: a person annotating a trace. */
+export const AnnotatorSchema = z.strictObject({
+  kind: z.literal('human'),
+  /** The caller's principal (an API key's id; `anonymous` without auth). */
+  principal: z.string(),
+});
+export type Annotator = z.infer<typeof AnnotatorSchema>;
+
 export const ResultSchema = z.strictObject({
   evaluator: z.string(),
   outcome: z.enum(OUTCOMES),
   scores: z.array(ScoreSchema),
   reason: z.string().optional(),
   durationMs: z.number().nonnegative(),
+  /** Present only on human annotations. */
+  annotator: AnnotatorSchema.optional(),
 });
 export type Result = z.infer<typeof ResultSchema>;
+
+/**
+ * The results group (in place of a policy name) that holds a trace's human annotations. It is
+ * not a valid resource name, so no policy can take it.
+ */
+export const HUMAN_ANNOTATIONS = '@human';
 
 /** Numeric view of a score for means, windows, gates and CEL: pass/fail as 1/0, labels none. */
 export function scoreNumber(score: Score): number | undefined {

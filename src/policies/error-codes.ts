@@ -14,6 +14,10 @@ export const PolicyErrors = defineErrors({
     kind: 'not_found',
     doc: 'No policy with that name in the project.',
   },
+  ANNOTATION_INVALID: {
+    kind: 'invalid_argument',
+    doc: 'A human annotation is malformed: `details` names each field (`name` not 1–64 letters, digits, `_ . -`; not exactly one of `value` in 0–1, `passed` true/false or `label`; `label` over 256 or `comment` over 4096 characters, empty, or with control characters; an unknown field).',
+  },
   SCORES_QUERY_INVALID: {
     kind: 'invalid_argument',
     doc: 'A query parameter of the scores list is malformed (`since` not RFC 3339, `labels` not `key=value`, `page_size` out of range, a bad `page_token`); `details` names it.',

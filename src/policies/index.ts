@@ -2,9 +2,18 @@
  * @module policies
  * Online evaluation: the OnlineEvalPolicy resource (CEL selector, sampling, stages, alerts), the
  * engine that claims work items and stores results with their events, windows and alert states,
- * and the scores read API. Imports core, config, store ports, auth, evaluators, ingest and
- * webhooks through their index; never api/ or a store adapter.
+ * human annotations, and the scores read API. Imports core, config, store ports, auth,
+ * evaluators, idempotency, ingest and webhooks through their index; never api/ or a store adapter.
  */
+export {
+  type AnnotationInput,
+  AnnotationSchema,
+  AnnotationService,
+  type AnnotationServiceDeps,
+  type AnnotationView,
+  MAX_COMMENT_CHARS,
+  MAX_LABEL_CHARS,
+} from './annotations.js';
 export {
   type CelKind,
   type CompiledExpression,

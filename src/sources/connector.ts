@@ -58,6 +58,12 @@ export interface WriteBackItem {
   score: Score;
   /** Whether the evaluator behind it asks a judge model (MLflow: source type LLM_JUDGE vs CODE). */
   judge: boolean;
+  /**
+   * The principal of the person whose annotation this is (MLflow source type HUMAN, Phoenix
+   * annotator kind HUMAN, Langfuse source ANNOTATION); absent for a policy's scores. `policy` is
+   * then `@human/<principal>`, so each person's score is a remote score of its own.
+   */
+  annotator?: string;
   /** The id the store gave this (trace, policy, metric) last time, when the ledger has it. */
   remoteId?: string;
 }

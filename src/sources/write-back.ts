@@ -5,6 +5,7 @@ import {
   backoffMs,
   type Clock,
   CoreErrors,
+  HUMAN_ANNOTATIONS,
   isTouchstoneError,
   type Score,
 } from '../core/index.js';
@@ -23,8 +24,24 @@ import { type ParsedSource, parseSource } from './resource.js';
  * says is transient (429, 5xx, timeouts, network) is retried with full-jitter backoff, never
  * before its Retry-After; one it would answer the same way again (401, 403, the trace gone, a
  * refused value) is dead-lettered after that one attempt: out of the queue, counted and shown in
- * the source's status.
+ * the source's status. A person's annotation of a pulled trace takes the same path, under the
+ * write-back policy `@human/<principal>` (annotationWriteBackPolicy).
  */
+
+/**
+ * The write-back `policy` of one person's annotations, `@human/<principal>`: the ledger key
+ * (source, trace, policy, metric) then holds one remote score per person and name, as the
+ * results do. No policy name contains `@` or `/`.
+ */
+export function annotationWriteBackPolicy(principal: string): string {
+  return `${HUMAN_ANNOTATIONS}/${principal}`;
+}
+
+/** The annotator of a write-back `policy` made by `annotationWriteBackPolicy`, else undefined. */
+function annotatorOf(policy: string): string | undefined {
+  const prefix = `${HUMAN_ANNOTATIONS}/`;
+  return policy.startsWith(prefix) ? policy.slice(prefix.length) : undefined;
+}
 
 /** How long a source's parsed resource is reused before it is read again. */
 const CACHE_MS = 1_000;
@@ -92,7 +109,10 @@ export class SourceResultSink implements ResultSink {
             source: trace.source,
             storeId,
             traceId: trace.traceId,
-            policy: stored.policy,
+            policy:
+              r.annotator === undefined
+                ? stored.policy
+                : annotationWriteBackPolicy(r.annotator.principal),
             metric: score.name,
             score: JSON.stringify(score),
             judge: stored.judged.has(r.evaluator),
@@ -231,15 +251,19 @@ export class WriteBackWriter {
     try {
       const connector = await this.deps.connector(source, first.project);
       outcomes = await connector.writeBack(
-        pending.map((p) => ({
-          storeId: p.row.storeId,
-          traceId: p.row.traceId,
-          policy: p.row.policy,
-          metric: p.row.metric,
-          score: p.score,
-          judge: p.row.judge,
-          ...(p.remoteId === undefined ? {} : { remoteId: p.remoteId }),
-        })),
+        pending.map((p) => {
+          const annotator = annotatorOf(p.row.policy);
+          return {
+            storeId: p.row.storeId,
+            traceId: p.row.traceId,
+            policy: p.row.policy,
+            metric: p.row.metric,
+            score: p.score,
+            judge: p.row.judge,
+            ...(annotator === undefined ? {} : { annotator }),
+            ...(p.remoteId === undefined ? {} : { remoteId: p.remoteId }),
+          };
+        }),
       );
     } catch (err) {
       // The source as a whole (its connector, credential or grant) failed, not an item: fixing

@@ -502,6 +502,62 @@ function onlineContract(harness: StoreHarness): void {
       expect(await store.results.forTrace('p', traceId(2))).toBeUndefined();
     });
 
+    it('keeps one annotation per person and name, all current, beside policy versions', async () => {
+      const T = traceId(1);
+      await addTrace(T);
+      await score(T, 'quality', T0 + 100, [result('q1', 0.1)]);
+      const annotation = (principal: string, name: string, value: number, at: number) =>
+        store.results.annotate({
+          project: 'p',
+          traceId: T,
+          annotatedAt: at,
+          result: {
+            evaluator: name,
+            outcome: 'OUTCOME_SCORED',
+            scores: [{ name, value }],
+            durationMs: 0,
+            annotator: { kind: 'human', principal },
+          },
+        });
+      await annotation('alice', 'correct', 1, T0 + 200);
+      await annotation('bob', 'correct', 0, T0 + 300);
+      await annotation('alice', 'tone', 0.5, T0 + 400);
+      // Alice changes her mind: her row is replaced, Bob's stays.
+      await annotation('alice', 'correct', 0.25, T0 + 500);
+      const got = await store.results.forTrace('p', T);
+      expect(got?.scoredAt).toBe(iso(T0 + 500));
+      expect(got?.policies.map((x) => x.policy)).toEqual(['@human', 'quality']);
+      const human = got?.policies[0];
+      expect(human?.scoredAt).toBe(iso(T0 + 500));
+      expect(
+        human?.results.map((r) => [r.annotator?.principal, r.evaluator, r.scores[0]?.value]),
+      ).toEqual([
+        ['alice', 'correct', 0.25],
+        ['alice', 'tone', 0.5],
+        ['bob', 'correct', 0],
+      ]);
+      // A trace only annotated is listed as scored too.
+      const U = traceId(2);
+      await addTrace(U);
+      await store.results.annotate({
+        project: 'p',
+        traceId: U,
+        annotatedAt: T0 + 600,
+        result: {
+          evaluator: 'ok',
+          outcome: 'OUTCOME_SCORED',
+          scores: [{ name: 'ok', passed: true }],
+          durationMs: 0,
+          annotator: { kind: 'human', principal: 'alice' },
+        },
+      });
+      const listed = await store.results.list(
+        { project: 'p', policy: '@human', evaluator: 'ok' },
+        { pageSize: 10 },
+      );
+      expect(ids(listed.items)).toEqual([`p/${U}`]);
+    });
+
     it('lists scored traces newest scored first, paging stably while more are scored', async () => {
       // The same trace id in two projects, and a tie on scoredAt broken by project.
       const plan: [string, number, number][] = [

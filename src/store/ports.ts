@@ -491,6 +491,15 @@ export interface PolicyResults {
   scoredAt: number;
 }
 
+/** A person's annotation of a trace: one result in the `@human` group, theirs under its name. */
+export interface AnnotationResult {
+  project: string;
+  traceId: string;
+  /** The result, its `evaluator` the annotation's name and `annotator` set. */
+  result: Result & { annotator: NonNullable<Result['annotator']> };
+  annotatedAt: number;
+}
+
 export interface ScoreFilter {
   project?: string;
   service?: string;
@@ -520,6 +529,12 @@ export interface ResultStore {
    * returns false; two results with one evaluator name throw INVALID_ARGUMENT.
    */
   insert(results: PolicyResults, replace: boolean): Promise<boolean>;
+  /**
+   * Stores a human annotation in the `@human` group, replacing the same annotator's earlier one
+   * of that name (others' stay), and marks the trace scored. Annotations do not belong to a trace
+   * version: they stay when the trace changes, and all of them are the group's latest results.
+   */
+  annotate(annotation: AnnotationResult): Promise<void>;
   /** The policies that already have results for this trace version. */
   scoredPolicies(project: string, traceId: string, digest: string): Promise<Set<string>>;
   /**

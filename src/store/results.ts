@@ -1,8 +1,9 @@
 import { type Kysely, type SqlBool, sql } from 'kysely';
-import { CoreErrors, type Result } from '../core/index.js';
+import { CoreErrors, HUMAN_ANNOTATIONS, type Result } from '../core/index.js';
 import { labelsMatch, toIso } from './columns.js';
 import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
+  AnnotationResult,
   Page,
   PageRequest,
   PolicyResults,
@@ -102,20 +103,51 @@ export class KyselyResultStore implements ResultStore {
         return false;
       }
     }
+    await this.markScored(project, traceId, scoredAt);
+    return true;
+  }
+
+  async annotate({ project, traceId, result, annotatedAt }: AnnotationResult): Promise<void> {
+    // The annotator's principal stands in the digest column: one row per (person, name).
+    await this.db
+      .insertInto('results')
+      .values({
+        project,
+        trace_id: traceId,
+        policy: HUMAN_ANNOTATIONS,
+        digest: result.annotator.principal,
+        evaluator: result.evaluator,
+        position: 0,
+        outcome: result.outcome,
+        result: JSON.stringify(result),
+        scored_at: annotatedAt,
+      })
+      .onConflict((oc) =>
+        oc.columns([...PK]).doUpdateSet((eb) => ({
+          outcome: eb.ref('excluded.outcome'),
+          result: eb.ref('excluded.result'),
+          scored_at: eb.ref('excluded.scored_at'),
+        })),
+      )
+      .execute();
+    await this.markScored(project, traceId, annotatedAt);
+  }
+
+  /** The trace's `scored_at` only moves forward. */
+  private async markScored(project: string, traceId: string, at: number): Promise<void> {
     await this.db
       .updateTable('traces')
       .set((eb) => ({
         scored_at: eb
           .case()
-          .when(eb.or([eb('scored_at', 'is', null), eb('scored_at', '<', scoredAt)]))
-          .then(scoredAt)
+          .when(eb.or([eb('scored_at', 'is', null), eb('scored_at', '<', at)]))
+          .then(at)
           .else(eb.ref('scored_at'))
           .end(),
       }))
       .where('project', '=', project)
       .where('trace_id', '=', traceId)
       .execute();
-    return true;
   }
 
   async scoredPolicies(project: string, traceId: string, digest: string): Promise<Set<string>> {
@@ -297,19 +329,26 @@ export class KyselyResultStore implements ResultStore {
           traces.map((t) => eb.tuple(t.project, t.traceId)),
         ),
       )
-      .where('r.scored_at', '=', (eb) =>
-        eb
-          .selectFrom('results as r2')
-          .select((e) => e.fn.max('r2.scored_at').as('m'))
-          .whereRef('r2.project', '=', 'r.project')
-          .whereRef('r2.trace_id', '=', 'r.trace_id')
-          .whereRef('r2.policy', '=', 'r.policy'),
+      .where((eb) =>
+        eb.or([
+          // Annotations are not versions: every one of them is current.
+          eb('r.policy', '=', HUMAN_ANNOTATIONS),
+          eb('r.scored_at', '=', (e) =>
+            e
+              .selectFrom('results as r2')
+              .select((x) => x.fn.max('r2.scored_at').as('m'))
+              .whereRef('r2.project', '=', 'r.project')
+              .whereRef('r2.trace_id', '=', 'r.trace_id')
+              .whereRef('r2.policy', '=', 'r.policy'),
+          ),
+        ]),
       )
       .orderBy('r.project')
       .orderBy('r.trace_id')
       .orderBy('r.policy')
       .orderBy('r.digest')
       .orderBy('r.position')
+      .orderBy('r.evaluator')
       .execute();
     for (const row of rows) {
       const k = traceKey(row.project, row.trace_id);
@@ -318,18 +357,22 @@ export class KyselyResultStore implements ResultStore {
         policies = [];
         out.set(k, policies);
       }
+      const human = row.policy === HUMAN_ANNOTATIONS;
       let entry = policies.at(-1);
       if (entry?.policy !== row.policy) {
         entry = {
           policy: row.policy,
-          digest: row.digest,
+          digest: human ? '' : row.digest,
           scoredAt: toIso(row.scored_at),
           results: [],
         };
         policies.push(entry);
       }
+      if (human && toIso(row.scored_at) > entry.scoredAt) entry.scoredAt = toIso(row.scored_at);
       // Two versions stored in the same millisecond: the first digest in order stands.
-      if (entry.digest === row.digest) entry.results.push(JSON.parse(row.result) as Result);
+      if (human || entry.digest === row.digest) {
+        entry.results.push(JSON.parse(row.result) as Result);
+      }
     }
     return out;
   }

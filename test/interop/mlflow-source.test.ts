@@ -524,4 +524,33 @@ describe.skipIf(MLFLOW_PYTHON === undefined)('trace source against a live MLflow
       '15',
     ]);
   }, 30_000);
+
+  it('writes a person’s annotation of a pulled trace back as a HUMAN assessment, and a change in place', async () => {
+    const annotate = (...flags: string[]) =>
+      touchstoneCli(['traces', 'annotate', ids.plain.slice(3), '--name', 'answer-ok', ...flags]);
+    const human = async () =>
+      (await assessments(ids.plain))[ids.plain]?.find((a) => a.source_type === 'HUMAN');
+    annotate('--fail', '--comment', 'the answer names the wrong city');
+    const created = await eventually(human, 60_000);
+    expect(created).toMatchObject({
+      name: 'answer-ok',
+      value: false,
+      source_type: 'HUMAN',
+      // No auth on loopback: the caller is anonymous.
+      source_id: 'touchstone/@human/anonymous',
+      rationale: 'the answer names the wrong city',
+      valid: true,
+    });
+    // Annotating the same name again updates the same assessment.
+    annotate('--pass');
+    const updated = await eventually(async () => {
+      const a = await human();
+      return a?.value === true ? a : undefined;
+    }, 60_000);
+    expect(updated.id).toBe(created?.id);
+    expect(
+      (await assessments(ids.plain))[ids.plain]?.filter((a) => a.source_type === 'HUMAN'),
+    ).toHaveLength(1);
+    log(`annotation written back (${elapsed()})`);
+  }, 150_000);
 });

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, eventually, freePort, type ServerProcess, startServer } from '../support/process.js';
+import {
+  cli,
+  cliAsync,
+  eventually,
+  freePort,
+  type ServerProcess,
+  startServer,
+} from '../support/process.js';
 import {
   closeOpenTrace,
   type FixtureTraces,
@@ -375,4 +382,48 @@ describe.skipIf(PHOENIX_PYTHON === undefined)('trace source against a live Phoen
       '23',
     ]);
   }, 30_000);
+
+  it('writes a person’s annotation of a pulled trace back as a HUMAN annotation, upserted on change', async () => {
+    const traceId = ids.questions[0] as string;
+    // Not blocking the event loop (as the synchronous CLI would): an idle keep-alive socket to
+    // Phoenix is then dropped in time instead of being reused after Phoenix closed it.
+    const annotate = async (...flags: string[]) => {
+      const r = await cliAsync([
+        'traces',
+        'annotate',
+        traceId,
+        '--name',
+        'on-topic',
+        ...flags,
+        '--server',
+        base,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+    };
+    const human = async () =>
+      (await traceAnnotations(phoenix as PhoenixServer, PROJECT, traceId)).filter(
+        (a) => a.annotator_kind === 'HUMAN',
+      );
+    await annotate('--label', 'mostly', '--comment', 'drifts at the end');
+    const [created] = await eventually(async () => {
+      const found = await human();
+      return found.length > 0 ? found : undefined;
+    }, 60_000);
+    expect(created).toMatchObject({
+      name: 'on-topic',
+      annotator_kind: 'HUMAN',
+      // No auth on loopback: the caller is anonymous.
+      identifier: 'touchstone/@human/anonymous/on-topic',
+      result: { label: 'mostly', score: null, explanation: 'drifts at the end' },
+      metadata: { source: 'touchstone', annotator: 'anonymous' },
+    });
+    await annotate('--value', '0.75');
+    const [updated] = await eventually(async () => {
+      const found = await human();
+      return found[0]?.result.score === 0.75 ? found : undefined;
+    }, 60_000);
+    expect(updated?.id).toBe(created?.id);
+    expect(await human()).toHaveLength(1);
+    log(`annotation written back (${elapsed()})`);
+  }, 150_000);
 });

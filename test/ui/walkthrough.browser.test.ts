@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { TestReceiver } from '../../src/webhooks/receiver.testkit.js';
 import { agentRun } from '../fakes/langfuse/samples.js';
 import { LangfuseFake } from '../fakes/langfuse/server.js';
 import {
@@ -32,7 +33,8 @@ import { api, recordSpans, sendSpans, weatherRun } from './data.js';
  * alert, a Langfuse source pulling from the contract fake, a run with a failed gate, a webhook
  * whose deliveries fail, a dataset. It signs in with a key, filters traces by label, opens a
  * trace with a failing tool call and reads the model's messages, the scores chart, the sources
- * list, the run with its failed gate and the records that failed it. Every page passes axe-core
+ * list, the run with its failed gate and the records that failed it; it annotates a trace and
+ * finds the annotation in the REST API and at a webhook receiver. Every page passes axe-core
  * (no serious or critical violation), breaks no Content-Security-Policy rule, shows no secret,
  * and is kept as a screenshot in test-results/ui/.
  */
@@ -40,6 +42,8 @@ import { api, recordSpans, sendSpans, weatherRun } from './data.js';
 const PROJECT = 'shop';
 const FAIL_MESSAGE = 'weather service timed out after 5000 ms';
 const QUESTION = 'Will it rain in Lisbon tomorrow?';
+/** An annotation comment that would run script if the page rendered it as HTML. */
+const HOSTILE_COMMENT = 'tool timed out <img src=x onerror="window.__annotated=1">';
 
 describeBrowser('the web UI, end to end', () => {
   const dir = mkdtempSync(join(tmpdir(), 'touchstone-ui-e2e-'));
@@ -52,6 +56,7 @@ describeBrowser('the web UI, end to end', () => {
   let owner = '';
   let runId = '';
   let webhookSecret = '';
+  let receiver: TestReceiver;
   const refund: string[] = [];
 
   beforeAll(async () => {
@@ -97,6 +102,13 @@ describeBrowser('the web UI, end to end', () => {
       events: ['WEBHOOK_EVENT_RUN_FINISHED'],
     });
     webhookSecret = hook.secret;
+    receiver = await TestReceiver.start();
+    const scoredHook = await api<{ secret: string }>(base, owner, 'POST', '/v1alpha1/webhooks', {
+      name: 'scored',
+      url: receiver.url,
+      events: ['WEBHOOK_EVENT_TRACE_SCORED'],
+    });
+    receiver.secret = scoredHook.secret;
     const spans = recordSpans(
       { 'service.name': 'weather-agent', 'touchstone.label.workflow': 'refund' },
       (tracer) => {
@@ -183,13 +195,14 @@ describeBrowser('the web UI, end to end', () => {
     await browser?.close();
     server?.proc.kill('SIGKILL');
     await langfuse?.close();
+    await receiver?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   /** What every page must hold to: no secret on it, accessible, kept as a screenshot. */
   async function check(page: Page, name: string): Promise<void> {
     const html = await page.content();
-    for (const secret of [owner, webhookSecret, langfuse.secretKey])
+    for (const secret of [owner, webhookSecret, receiver.secret, langfuse.secretKey])
       expect(html).not.toContain(secret);
     await expectAccessible(page, name);
     await screenshot(page, name);
@@ -264,6 +277,58 @@ describeBrowser('the web UI, end to end', () => {
     await expect
       .poll(() => page.getByRole('option', { selected: true }).textContent())
       .toContain('get_weather');
+  });
+
+  it('annotates the trace: the score shows on the page, in the REST API and at a webhook receiver', async () => {
+    const { page } = tab;
+    await page.goto(`${base}/ui/traces/${refund[0]}?project=${PROJECT}`);
+    const form = page.getByRole('form', { name: 'Annotate this trace' });
+    await form.waitFor();
+    await form.getByLabel('Name').fill('answer-correct');
+    await form.getByLabel('Pass or fail').check();
+    await form.getByLabel('Verdict').selectOption('false');
+    await form.getByLabel('Comment (optional)').fill(HOSTILE_COMMENT);
+    await form.getByRole('button', { name: 'Save annotation' }).click();
+    await expect
+      .poll(() => form.getByRole('status').textContent())
+      .toContain('Saved answer-correct');
+    const human = page.locator('table.results', { hasText: 'Human annotations' });
+    await expect.poll(() => human.textContent()).toContain('answer-correct');
+    // The comment is shown as the text it is, never as markup.
+    expect(await human.textContent()).toContain(HOSTILE_COMMENT);
+    expect(await human.locator('img').count()).toBe(0);
+    expect(await page.evaluate('window.__annotated')).toBeUndefined();
+    await check(page, 'annotated');
+
+    const { keyId } = await api<{ keyId: string }>(base, owner, 'GET', '/v1alpha1/whoami');
+    const expected = {
+      evaluator: 'answer-correct',
+      outcome: 'OUTCOME_SCORED',
+      scores: [{ name: 'answer-correct', passed: false, explanation: HOSTILE_COMMENT }],
+      annotator: { kind: 'human', principal: keyId },
+    };
+    const scores = await api<{ results: Record<string, unknown[]> }>(
+      base,
+      owner,
+      'GET',
+      `/v1alpha1/traces/${refund[0]}/scores?project=${PROJECT}`,
+    );
+    expect(scores.results['@human']).toEqual([expect.objectContaining(expected)]);
+
+    const delivered = await eventually(async () => {
+      const found = receiver.received.find(
+        (r) => r.event === 'trace.scored' && JSON.parse(r.body).policy === '@human',
+      );
+      return found;
+    }, 20_000);
+    expect(delivered.verified).toBe(true);
+    expect(JSON.parse(delivered.body)).toMatchObject({
+      type: 'trace.scored',
+      project: PROJECT,
+      policy: '@human',
+      trace: { traceId: refund[0] },
+      results: [expected],
+    });
   });
 
   it('charts each policy metric over time with its threshold, counts and alert markers', async () => {

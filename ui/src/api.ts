@@ -162,3 +162,32 @@ export interface Session {
 export async function whoami(signal?: AbortSignal): Promise<Session> {
   return apiGet<Session>('/v1alpha1/whoami', undefined, signal);
 }
+
+/**
+ * POSTs JSON once (a write is never retried behind the user's back). `idempotencyKey` makes a
+ * retry the user asks for safe: the server answers it with the first outcome.
+ */
+export async function apiPost<T>(
+  path: string,
+  params: Params,
+  body: unknown,
+  idempotencyKey: string,
+): Promise<T> {
+  const key = storedKey();
+  const res = await fetch(apiUrl(path, params), {
+    method: 'POST',
+    headers: {
+      accept: 'application/json',
+      'content-type': 'application/json',
+      'idempotency-key': idempotencyKey,
+      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+    },
+    body: JSON.stringify(body),
+    credentials: 'omit',
+    cache: 'no-store',
+  });
+  if (res.ok) return (await res.json()) as T;
+  const error = await errorOf(res);
+  if (res.status === 401) for (const l of unauthenticatedListeners) l(error.message);
+  throw error;
+}

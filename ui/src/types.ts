@@ -17,6 +17,8 @@ export interface Result {
   scores: Score[];
   reason?: string;
   durationMs: number;
+  /** Set on human annotations: who gave the score. */
+  annotator?: { kind: 'human'; principal: string };
 }
 
 export interface Usage {

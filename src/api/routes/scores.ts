@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseDuration } from '../../config/index.js';
 import { type TraceQueries, traceSummaryView } from '../../ingest/index.js';
-import type { PolicyService, ScoreQueries } from '../../policies/index.js';
+import type { AnnotationService, PolicyService, ScoreQueries } from '../../policies/index.js';
 import { one, type Query } from '../context.js';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parseQuery } from '../validate.js';
 import { parseLabelFilters } from './traces.js';
@@ -43,7 +43,8 @@ const AggregateQuerySchema = z.strictObject({
 
 /**
  * `GET /v1alpha1/scores` (bulk, newest scored first), `GET /v1alpha1/scores:aggregate` (each
- * policy metric over time) and `GET /v1alpha1/traces/{id}/scores`.
+ * policy metric over time), `GET /v1alpha1/traces/{id}/scores` and the one write beside them,
+ * `POST /v1alpha1/traces/{id}/annotations` (a person's score).
  */
 export async function scoreRoutes(
   app: FastifyInstance,
@@ -51,7 +52,13 @@ export async function scoreRoutes(
     scores,
     traces,
     policies,
-  }: { scores: ScoreQueries; traces: TraceQueries; policies: PolicyService },
+    annotations,
+  }: {
+    scores: ScoreQueries;
+    traces: TraceQueries;
+    policies: PolicyService;
+    annotations: AnnotationService;
+  },
 ): Promise<void> {
   // `::` is a literal colon (find-my-way's escape).
   app.get('/v1alpha1/scores::aggregate', async (request) => {
@@ -100,4 +107,18 @@ export async function scoreRoutes(
     const entry = await scores.forTrace(found.trace.project, found.trace.traceId);
     return entry ?? { trace: traceSummaryView(found.trace), results: {} };
   });
+
+  app.post(
+    '/v1alpha1/traces/:traceId/annotations',
+    { config: { idempotency: 'traces.annotate' } },
+    async (request) => {
+      const { traceId } = request.params as { traceId: string };
+      return annotations.annotate(
+        request.principal,
+        one(request.query as Query, 'project'),
+        traceId,
+        request.body,
+      );
+    },
+  );
 }

@@ -15,6 +15,9 @@ export const OPERATIONS: readonly [string, string][] = [
   ['/api/public/scores', 'post'],
   ['/api/public/v3/scores', 'get'],
   ['/api/public/health', 'get'],
+  ['/api/public/score-configs', 'get'],
+  ['/api/public/score-configs', 'post'],
+  ['/api/public/score-configs/{configId}', 'patch'],
 ];
 
 /** Prose and examples; an operation's `tags` and `operationId` are dropped separately. */

@@ -23,6 +23,7 @@ afterAll(async () => {
 beforeEach(() => {
   fake.observations.length = 0;
   fake.scores.clear();
+  fake.scoreConfigs.configs.clear();
   fake.violations.length = 0;
   fake.mode = 'v4';
   fake.throttle = undefined;
@@ -352,5 +353,66 @@ describe('auth and rate limits', () => {
     expect((await call('GET', '/api/public/v3/scores?observationId=o')).status).toBe(400);
     expect((await call('GET', '/api/public/v3/scores?page=2')).status).toBe(400);
     expect(fake.violations).toHaveLength(3);
+  });
+});
+
+describe('score configs', () => {
+  it('creates, lists newest first in pages, and merges an update; BOOLEAN categories are the server’s', async () => {
+    const made = await call('POST', '/api/public/score-configs', {
+      name: 'tone',
+      dataType: 'CATEGORICAL',
+      categories: [{ label: 'warm', value: 0 }],
+    });
+    expect(made.status).toBe(200);
+    const bool = await call('POST', '/api/public/score-configs', {
+      name: 'ok',
+      dataType: 'BOOLEAN',
+    });
+    expect(bool.json.categories).toEqual([
+      { label: 'True', value: 1 },
+      { label: 'False', value: 0 },
+    ]);
+    const page = await call('GET', '/api/public/score-configs?page=1&limit=1');
+    expect(page.json.meta).toEqual({ page: 1, limit: 1, totalItems: 2, totalPages: 2 });
+    const patched = await call('PATCH', `/api/public/score-configs/${made.json.id}`, {
+      categories: [
+        { label: 'warm', value: 0 },
+        { label: 'curt', value: 1 },
+      ],
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.json).toMatchObject({ name: 'tone', dataType: 'CATEGORICAL' });
+    expect(
+      (await call('PATCH', '/api/public/score-configs/none', { isArchived: true })).status,
+    ).toBe(404);
+    expect(fake.violations).toEqual([]);
+  });
+
+  it('checks a score against the config it names and gives it the config’s name', async () => {
+    const config = await call('POST', '/api/public/score-configs', {
+      name: 'correct',
+      dataType: 'NUMERIC',
+      minValue: 0,
+      maxValue: 1,
+    });
+    const base = { traceId: 't', source: 'ANNOTATION', configId: config.json.id };
+    const ok = await call('POST', '/api/public/scores', { ...base, name: 'other', value: 0.5 });
+    expect(ok.status).toBe(200);
+    expect(fake.scores.get(ok.json.id as string)?.name).toBe('correct');
+    expect(fake.violations).toEqual([]);
+    for (const bad of [
+      { name: 'correct', value: 2 },
+      { name: 'correct', value: 1, dataType: 'BOOLEAN' },
+    ]) {
+      fake.violations.length = 0;
+      expect((await call('POST', '/api/public/scores', { ...base, ...bad })).status).toBe(400);
+      expect(fake.violations).toHaveLength(1);
+    }
+    fake.violations.length = 0;
+    const long = await call('POST', '/api/public/score-configs', {
+      name: 'n'.repeat(36),
+      dataType: 'BOOLEAN',
+    });
+    expect(long.status).toBe(400);
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FakeScoreConfigs } from './score-configs.js';
 import { bodyProblems, queryProblems, responseSchemaOf, SPEC, schemaProblems } from './spec.js';
 
 /**
@@ -16,9 +17,17 @@ import { bodyProblems, queryProblems, responseSchemaOf, SPEC, schemaProblems } f
  * page; field groups (default `core,basic`); metadata values cut to 200 characters unless named in
  * `expandMetadata`; IO served as raw strings; scores upserted by `id`, visible to reads after a
  * configurable lag; `GET /api/public/v3/scores` with comma-list filters and the BOOLEAN value read
- * back as a boolean; a 404 on v2 observations in the `v3-without-v2` mode (a Langfuse v3 server
+ * back as a boolean; score configs (score-configs.ts), which an `ANNOTATION` score must name; a
+ * 404 on v2 observations in the `v3-without-v2` mode (a Langfuse v3 server
  * without the v4 preview opt-in); 429 with Retry-After while `throttle` is set.
  */
+
+const CONFIG_PATH = /^\/api\/public\/score-configs\/([^/]+)$/;
+
+/** The spec's path of a request path (`…/score-configs/{configId}` for one config). */
+function specPath(path: string): string {
+  return CONFIG_PATH.test(path) ? '/api/public/score-configs/{configId}' : path;
+}
 
 export interface FakeObservation {
   id: string;
@@ -180,6 +189,8 @@ export class LangfuseFake {
   throttle: { after: number; retryAfterSeconds: number } | undefined;
   readonly observations: FakeObservation[] = [];
   readonly scores = new Map<string, FakeScore>();
+  /** Score configs (`GET`/`POST /api/public/score-configs`, `PATCH …/{configId}`). */
+  readonly scoreConfigs = new FakeScoreConfigs(() => this.now());
   readonly requests: SeenRequest[] = [];
   /** Requests that broke the spec, and answers of the fake that did (a bug here). */
   readonly violations: string[] = [];
@@ -261,7 +272,7 @@ export class LangfuseFake {
           }
         }
         const out = this.route(method, url.pathname, url.searchParams, seen);
-        this.send(res, 200, out, method, url.pathname);
+        this.send(res, 200, out, method, specPath(url.pathname));
       } catch (err) {
         if (err instanceof HttpError) {
           this.send(res, err.status, err.body, method, url.pathname, err.headers);
@@ -304,13 +315,15 @@ export class LangfuseFake {
   }
 
   private route(method: string, path: string, query: URLSearchParams, seen: SeenRequest): unknown {
+    const configId = CONFIG_PATH.exec(path)?.[1];
+    path = specPath(path);
     const known = SPEC.paths[path]?.[method.toLowerCase()];
     if (known === undefined) {
       throw new HttpError(404, { message: 'Not found', error: 'LangfuseNotFoundError' });
     }
     const problems = [
       ...queryProblems(method, path, query),
-      ...(method === 'POST' ? bodyProblems(method, path, seen.body) : []),
+      ...(method === 'POST' || method === 'PATCH' ? bodyProblems(method, path, seen.body) : []),
     ];
     if (path === '/api/public/health') {
       if (problems.length > 0) this.refuse(problems.join('; '));
@@ -339,7 +352,30 @@ export class LangfuseFake {
     if (path === '/api/public/v2/observations') return this.observationsV2(query);
     if (path === '/api/public/scores')
       return this.createScore(seen.body as Record<string, unknown>);
+    if (path === '/api/public/score-configs') return this.scoreConfigRoute(method, query, seen);
+    if (configId !== undefined) {
+      const updated = this.scoreConfigs.update(
+        decodeURIComponent(configId),
+        seen.body as Record<string, unknown>,
+      );
+      if (updated === undefined) {
+        throw new HttpError(404, { message: 'Score config not found within authorized project' });
+      }
+      if (Array.isArray(updated)) this.refuse(`PATCH score config: ${updated.join('; ')}`);
+      return updated;
+    }
     return this.scoresV3(query);
+  }
+
+  private scoreConfigRoute(method: string, query: URLSearchParams, seen: SeenRequest): unknown {
+    if (method === 'GET') {
+      const page = this.scoreConfigs.list(query);
+      if (typeof page === 'string') this.refuse(`GET score-configs: ${page}`);
+      return page;
+    }
+    const created = this.scoreConfigs.create(seen.body as Record<string, unknown>);
+    if (Array.isArray(created)) this.refuse(`POST score-configs: ${created.join('; ')}`);
+    return created;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -552,13 +588,29 @@ export class LangfuseFake {
     if (source === 'ANNOTATION' && !has('configId') && dataType !== 'CORRECTION') {
       problems.push('an ANNOTATION score needs a configId');
     }
+    let name = body.name as string;
+    if (has('configId') && problems.length === 0) {
+      // Langfuse checks the score against its config and gives it the config's name. A config
+      // the fake does not hold is not checked: the definitions' own examples name made-up ones.
+      const checked = this.scoreConfigs.checkScore(String(body.configId), {
+        ...(body.dataType === undefined ? {} : { dataType: String(body.dataType) }),
+        value,
+      });
+      if (checked === undefined) {
+        // Accepted as written.
+      } else if (Array.isArray(checked)) problems.push(...checked);
+      else {
+        name = checked.name;
+        dataType = checked.dataType;
+      }
+    }
     if (problems.length > 0) this.refuse(`POST /api/public/scores: ${problems.join('; ')}`);
     const id = typeof body.id === 'string' && body.id !== '' ? body.id : randomUUID();
     const now = this.now();
     const before = this.scores.get(id);
     const score: FakeScore = {
       id,
-      name: body.name as string,
+      name,
       dataType,
       value: value as number | string,
       source,

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import type { PageProps } from '../app.js';
+import { AnnotateForm } from '../components/annotate.js';
 import { Labels, ResultBadges, scoreText } from '../components/badges.js';
 import { MessagesOrValue, RawJson } from '../components/chat.js';
 import { JsonView, ValueView } from '../components/json-view.js';
@@ -16,10 +17,13 @@ import { NotFound } from './not-found.js';
  * One trace: its summary, the trajectory as an indented timeline of steps (virtualized, read from
  * the API in pages so a trace of 50k spans never freezes the tab), the selected step in full (a
  * model call's messages as a chat, a tool call's arguments and result, errors), the record, and
- * every policy's results with explanations. Sections are independent: an annotation form (a later
- * write) is one more section reading the same trace id.
+ * every policy's results with explanations, people's annotations among them. Sections are
+ * independent: the annotation form (shown to keys holding `traces.annotate`) is one more section
+ * reading the same trace id, and a saved annotation reloads the scores.
  */
 
+/** The results group of people's annotations (never a policy name). */
+const HUMAN_ANNOTATIONS = '@human';
 const STEP_PAGE = 1000;
 /** Steps read without asking (then a page more each time the end scrolls into view). */
 const STEPS_AT_ONCE = 5000;
@@ -326,8 +330,16 @@ export function ResultsTable({ results, caption }: { results: Result[]; caption:
       </thead>
       <tbody>
         {results.map((r) => (
-          <tr key={r.evaluator}>
-            <td>{r.evaluator}</td>
+          <tr key={`${r.evaluator}\u0000${r.annotator?.principal ?? ''}`}>
+            <td>
+              {r.evaluator}
+              {r.annotator !== undefined && (
+                <span class="muted">
+                  {' '}
+                  by <Text value={r.annotator.principal} />
+                </span>
+              )}
+            </td>
             <td>{r.outcome.replace('OUTCOME_', '').toLowerCase()}</td>
             <td>
               <ResultBadges result={r} />
@@ -365,17 +377,23 @@ function ScoresSection({ project, traceId }: { project: string; traceId: string 
       {scores.loading && <Loading what="scores" />}
       {scores.error !== undefined && <ErrorNote error={scores.error} what="scores" />}
       {scores.data !== undefined && policies.length === 0 && (
-        <p class="muted">No policy has scored this trace.</p>
+        <p class="muted">No policy or person has scored this trace.</p>
       )}
       {policies.map(([policy, results]) => (
-        <ResultsTable key={policy} results={results} caption={`Policy ${policy}`} />
+        <ResultsTable
+          key={policy}
+          results={results}
+          caption={policy === HUMAN_ANNOTATIONS ? 'Human annotations' : `Policy ${policy}`}
+        />
       ))}
     </section>
   );
 }
 
-export function TracePage({ project, id }: PageProps) {
+export function TracePage({ project, id, session }: PageProps) {
   useTitle(`Trace ${id}`);
+  // Bumped by a saved annotation: the scores section reads again.
+  const [scoresVersion, setScoresVersion] = useState(0);
   const answer = useApi<TraceAnswer>(`/v1alpha1/traces/${encodeURIComponent(id)}`, {
     project,
     view: 'basic',
@@ -403,7 +421,14 @@ export function TracePage({ project, id }: PageProps) {
       )}
       <Trajectory project={project} traceId={id} trace={data?.trace} />
       {data !== undefined && <RecordSection record={data.record} />}
-      <ScoresSection project={project} traceId={id} />
+      <ScoresSection key={scoresVersion} project={project} traceId={id} />
+      {data !== undefined && session.permissions.includes('traces.annotate') && (
+        <AnnotateForm
+          project={project}
+          traceId={id}
+          onSaved={() => setScoresVersion((v) => v + 1)}
+        />
+      )}
     </div>
   );
 }

@@ -4,6 +4,7 @@ import { isRecord } from '../json-rest.js';
 import { LangfuseErrors } from './error-codes.js';
 import { scoreId } from './ids.js';
 import type { LangfuseRest } from './rest.js';
+import { ScoreConfigs } from './score-configs.js';
 
 /**
  * Write-back as Langfuse scores (`POST /api/public/scores`): one trace score per (trace, policy,
@@ -15,7 +16,9 @@ import type { LangfuseRest } from './rest.js';
  * - `comment` is the explanation; `metadata` is `{"source": "touchstone", "policy": <policy>,
  *   "evaluator": "judge" | "code"}`;
  * - `source` is `API` (the create endpoint accepts only API and ANNOTATION; EVAL is reserved for
- *   Langfuse's own evaluators);
+ *   Langfuse's own evaluators), and `ANNOTATION` for a person's annotation made in Touchstone
+ *   (policy `@human/<principal>`), with the `configId` of a score config of its name and data
+ *   type (score-configs.ts) and `annotator` (the principal) in `metadata`;
  * - `environment` is the source's environment (its location), else the trace's own, read from
  *   its root observation, so the score shows under the trace's environment filter.
  *
@@ -46,7 +49,8 @@ export interface ScoreBody {
   comment?: string;
   metadata: Record<string, unknown>;
   environment?: string;
-  source: 'API';
+  source: 'API' | 'ANNOTATION';
+  configId?: string;
 }
 
 function typedValue(score: Score): Pick<ScoreBody, 'value' | 'dataType'> {
@@ -76,9 +80,10 @@ export function scoreBody(item: WriteBackItem, environment?: string): ScoreBody 
     metadata: {
       source: 'touchstone',
       policy: item.policy,
-      evaluator: item.judge ? 'judge' : 'code',
+      evaluator: item.annotator !== undefined ? 'human' : item.judge ? 'judge' : 'code',
+      ...(item.annotator === undefined ? {} : { annotator: item.annotator }),
     },
-    source: 'API',
+    source: item.annotator === undefined ? 'API' : 'ANNOTATION',
   };
   if (item.score.explanation !== undefined && item.score.explanation !== '') {
     body.comment = item.score.explanation;
@@ -146,6 +151,7 @@ export async function writeScores(
     return out;
   }
 
+  const configs = new ScoreConfigs(rest, signal);
   const bodies: (ScoreBody | Error)[] = items.map((item) => {
     try {
       return scoreBody(item);
@@ -165,7 +171,15 @@ export async function writeScores(
       const prepared = bodies[i] as ScoreBody | Error;
       if (prepared instanceof Error) throw prepared;
       const environment = await environmentOf(item.storeId);
-      const body = environment === undefined ? prepared : { ...prepared, environment };
+      const configId =
+        prepared.source === 'ANNOTATION'
+          ? await configs.idFor(prepared.name, prepared.dataType, prepared.value)
+          : undefined;
+      const body = {
+        ...prepared,
+        ...(environment === undefined ? {} : { environment }),
+        ...(configId === undefined ? {} : { configId }),
+      };
       const json = await rest.expectOk({
         method: 'POST',
         path: SCORES_PATH,

@@ -6,8 +6,9 @@ import type { MlflowRest } from './rest.js';
 
 /**
  * Write-back as MLflow feedback assessments: one per (trace, policy, metric), named after the
- * metric, with source `touchstone/<policy>` (type `LLM_JUDGE` when a judge model produced the
- * score, else `CODE`) and the explanation as rationale. MLflow has no upsert, so an item updates
+ * metric, with source `touchstone/<policy>` (type `HUMAN` for a person's annotation, whose
+ * policy is `@human/<principal>`; `LLM_JUDGE` when a judge model produced the score; else
+ * `CODE`) and the explanation as rationale. MLflow has no upsert, so an item updates
  * the assessment at its `remoteId` (PATCH with an update mask), or else the one already on the
  * trace with the same name and source id, and only then creates one.
  */
@@ -15,6 +16,11 @@ import type { MlflowRest } from './rest.js';
 /** The source id of a policy's assessments. */
 export function assessmentSourceId(policy: string): string {
   return `touchstone/${policy}`;
+}
+
+function sourceType(item: WriteBackItem): 'HUMAN' | 'LLM_JUDGE' | 'CODE' {
+  if (item.annotator !== undefined) return 'HUMAN';
+  return item.judge ? 'LLM_JUDGE' : 'CODE';
 }
 
 /** The PATCH update mask: protobuf FieldMask JSON is one comma-separated string. */
@@ -140,7 +146,7 @@ export async function writeAssessments(
         assessment: {
           assessment_name: item.metric,
           trace_id: item.storeId,
-          source: { source_type: item.judge ? 'LLM_JUDGE' : 'CODE', source_id: sourceId },
+          source: { source_type: sourceType(item), source_id: sourceId },
           feedback: { value: feedbackValue(item.score) },
           ...(item.score.explanation === undefined ? {} : { rationale: item.score.explanation }),
         },

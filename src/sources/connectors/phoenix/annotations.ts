@@ -11,8 +11,9 @@ import type { PhoenixAnswer, PhoenixRest } from './rest.js';
  * on (name, trace or span, identifier), so every annotation carries the identifier
  * `touchstone/<policy>/<evaluator>`: writing the same metric again updates it in place, whether
  * or not the ledger still has its id, and annotations of other writers (another identifier, or a
- * person's in the UI) are never touched. `annotator_kind` is `LLM` for judge evaluators, else
- * `CODE`; `result` holds the score (a number; pass/fail as 1/0 with label `pass`/`fail`; a label)
+ * person's in the UI) are never touched. `annotator_kind` is `HUMAN` for a person's annotation
+ * made in Touchstone (policy `@human/<principal>`, the principal also in `metadata.annotator`),
+ * `LLM` for judge evaluators, else `CODE`; `result` holds the score (a number; pass/fail as 1/0 with label `pass`/`fail`; a label)
  * and the explanation. Requests use `sync=true`: Phoenix inserts before it answers and returns
  * the annotations' ids, so a write is confirmed (without it Phoenix queues the rows, answers
  * `{"data": []}` and drops rows whose trace it never finds).
@@ -82,7 +83,7 @@ function prepare(item: WriteBackItem, index: number): Prepared {
   const row: Record<string, unknown> = {
     ...(spanId === undefined ? { trace_id: item.storeId } : { span_id: spanId }),
     name: item.metric,
-    annotator_kind: item.judge ? 'LLM' : 'CODE',
+    annotator_kind: item.annotator !== undefined ? 'HUMAN' : item.judge ? 'LLM' : 'CODE',
     result: result(item.score),
     metadata: {
       source: 'touchstone',
@@ -90,6 +91,7 @@ function prepare(item: WriteBackItem, index: number): Prepared {
       evaluator: evaluatorOf(item.metric),
       metric: item.metric,
       ...(spanId === undefined ? {} : { trace_id: item.traceId }),
+      ...(item.annotator === undefined ? {} : { annotator: item.annotator }),
       ...(Object.keys(details).length === 0 ? {} : { score: details }),
     },
     identifier: annotationIdentifier(item.policy, item.metric),
