@@ -266,6 +266,11 @@ export interface CompleterDeps {
   normalize: TraceNormalizer;
   observer?: IngestObserver;
   logger?: { warn(obj: object, msg: string): void };
+  /**
+   * `traces.limits.max_events_per_span`, which also caps the events (OTLP log records) joined to a
+   * span when it is read; the default limit when absent.
+   */
+  maxEventsPerSpan?: number;
   /** Poll interval; default 250 ms. */
   intervalMs?: number;
   /**
@@ -325,7 +330,9 @@ export class TraceCompleter {
     for (;;) {
       const due = await store.traces.dueForCompletion(clock.now(), rules, size);
       if (due.length === 0 || this.stopped) return total;
-      const spans = await store.traces.spansOf(due);
+      const spans = await store.traces.spansOf(due, {
+        maxEventsPerSpan: this.deps.maxEventsPerSpan ?? DEFAULT_SPAN_LIMITS.maxEventsPerSpan,
+      });
       const done = due.map((pending, i) => {
         const normalized = this.deps.normalize(spans[i] ?? [], pending);
         return { pending, normalized, digest: recordDigest(normalized.record) };

@@ -119,6 +119,14 @@ export interface LeaseStore {
 }
 
 /** Spans of one trace arriving together (one request, or one pulled page). */
+export interface SpansReadOptions {
+  /**
+   * `traces.limits.max_events_per_span`: detached events (OTLP log records) past it are not added
+   * to their span, and are counted in its `droppedEventsCount`. Unlimited when absent.
+   */
+  maxEventsPerSpan?: number;
+}
+
 export interface SpanBatch {
   project: string;
   traceId: string;
@@ -207,9 +215,12 @@ export interface TraceStore {
   /** Open traces whose completion rule has fired at `now`, oldest first. */
   dueForCompletion(now: number, rules: CompletionRules, limit: number): Promise<PendingTrace[]>;
   /** Every stored span of a trace. */
-  spans(project: string, traceId: string): Promise<Span[]>;
+  spans(project: string, traceId: string, options?: SpansReadOptions): Promise<Span[]>;
   /** The spans of several traces in one read, in the order asked (the completer's batch). */
-  spansOf(traces: readonly { project: string; traceId: string }[]): Promise<Span[][]>;
+  spansOf(
+    traces: readonly { project: string; traceId: string }[],
+    options?: SpansReadOptions,
+  ): Promise<Span[][]>;
   /**
    * Records a completed trace's summary, record and digest, only if no span arrived since
    * `pending.lastSpanAt`.

@@ -30,6 +30,7 @@ import type {
   PageRequest,
   PendingTrace,
   SpanBatch,
+  SpansReadOptions,
   StoreDialect,
   StoredTrace,
   TraceFilter,
@@ -396,12 +397,15 @@ export class KyselyTraceStore implements TraceStore {
     }));
   }
 
-  async spans(project: string, traceId: string): Promise<Span[]> {
-    const [spans] = await this.spansOf([{ project, traceId }]);
+  async spans(project: string, traceId: string, options?: SpansReadOptions): Promise<Span[]> {
+    const [spans] = await this.spansOf([{ project, traceId }], options);
     return spans ?? [];
   }
 
-  async spansOf(traces: readonly { project: string; traceId: string }[]): Promise<Span[][]> {
+  async spansOf(
+    traces: readonly { project: string; traceId: string }[],
+    options: SpansReadOptions = {},
+  ): Promise<Span[][]> {
     if (traces.length === 0) return [];
     const rows = await this.db
       .selectFrom('span_chunks')
@@ -452,7 +456,9 @@ export class KyselyTraceStore implements TraceStore {
       const spans = [...trace.spans.values()].map((entry) =>
         withResource(entry, trace.project, resources),
       );
-      return trace.detached.length === 0 ? spans : attachDetachedEvents(spans, trace.detached);
+      return trace.detached.length === 0
+        ? spans
+        : attachDetachedEvents(spans, trace.detached, options.maxEventsPerSpan);
     });
   }
 
