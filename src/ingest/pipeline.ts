@@ -206,7 +206,9 @@ export class PulledTraceWriter {
   ): Promise<boolean> {
     const { store, redactor, clock, observer } = this.deps;
     const limited = limitSpans(trace.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
-    const spans = redactor.redactSpans(limited);
+    // In slices, as pushed spans are: a pulled trace of megabytes of text must not hold the event
+    // loop (health checks, requests) while it is scanned.
+    const spans = await redactor.redactSpansInSlices(limited, nextTurn);
     const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
     const now = clock.now();
     const pending: PendingTrace = {
