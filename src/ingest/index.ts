@@ -23,6 +23,7 @@ export {
   decodeOtlpLogsJson,
   decodeOtlpLogsProtobuf,
   decodeOtlpProtobuf,
+  decodeOtlpProtobufInSlices,
   OtlpErrors,
 } from './otlp/index.js';
 export {
@@ -33,6 +34,7 @@ export {
   IngestService,
   type IngestTarget,
   type LogIngestResult,
+  nextTurn,
   type PulledTrace,
   PulledTraceWriter,
   recordDigest,

@@ -68,7 +68,7 @@ export interface IngestDeps {
 }
 
 /** Lets timers and I/O (other requests, health checks) run before going on. */
-function nextTurn(): Promise<void> {
+export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
@@ -114,7 +114,7 @@ export class IngestService {
     }));
     const started = performance.now();
     await this.deps.store.withTransaction((tx) =>
-      tx.traces.appendSpans(batches, this.deps.clock.now()),
+      tx.traces.appendSpans(batches, this.deps.clock.now(), { pause: nextTurn }),
     );
     observer?.onStored(spans.length, (performance.now() - started) / 1000);
     return base;
@@ -226,6 +226,7 @@ export class PulledTraceWriter {
       await tx.traces.appendSpans(
         [{ project: trace.project, traceId: trace.traceId, spans, labels, source: trace.source }],
         now,
+        { pause: nextTurn },
       );
       const result = await tx.traces.complete(pending, normalized, digest, now);
       const queue =

@@ -119,6 +119,15 @@ export interface LeaseStore {
 }
 
 /** Spans of one trace arriving together (one request, or one pulled page). */
+export interface AppendOptions {
+  /**
+   * Awaited between slices of the work (encoding and writing about 1 MiB of span JSON each), so
+   * that a request of many megabytes does not hold the event loop while it is stored; the
+   * transaction stays open meanwhile. Absent: no pauses.
+   */
+  pause?: () => Promise<void>;
+}
+
 export interface SpansReadOptions {
   /**
    * `traces.limits.max_events_per_span`: detached events (OTLP log records) past it are not added
@@ -211,7 +220,7 @@ export interface CompletionResult {
 
 export interface TraceStore {
   /** Stores spans and opens (or re-opens) their traces; `now` stamps arrival. */
-  appendSpans(batches: readonly SpanBatch[], now: number): Promise<void>;
+  appendSpans(batches: readonly SpanBatch[], now: number, options?: AppendOptions): Promise<void>;
   /** Open traces whose completion rule has fired at `now`, oldest first. */
   dueForCompletion(now: number, rules: CompletionRules, limit: number): Promise<PendingTrace[]>;
   /** Every stored span of a trace. */

@@ -451,6 +451,52 @@ function storeContract(harness: Harness): void {
       expect(Number(rows?.n)).toBe(2);
     });
 
+    it('stores a large batch as several chunks, pausing between slices, and reads it whole', async () => {
+      const text = 'The flight to Paris leaves at seven. '.repeat(30);
+      const spans = Array.from({ length: 2500 }, (_, i) =>
+        span(T, (i + 1).toString(16).padStart(16, '0'), i === 0 ? '' : '1'.repeat(16), {
+          attributes: { text },
+        }),
+      );
+      // The same span id later in the batch (a retry inside one request) still wins.
+      spans.push(span(T, spans[0]!.spanId, '', { name: 'last' }));
+      let pauses = 0;
+      await store.withTransaction((tx) =>
+        tx.traces.appendSpans(
+          [
+            {
+              project: 'p',
+              traceId: T,
+              spans,
+              detachedEvents: [
+                {
+                  spanId: spans[1]!.spanId,
+                  events: [{ name: 'e', timeUnixNano: '1', attributes: {} }],
+                },
+              ],
+              labels: {},
+              source: '',
+            },
+          ],
+          T0,
+          {
+            pause: async () => {
+              pauses++;
+            },
+          },
+        ),
+      );
+      // 2.9 MB of span JSON: three chunks, a pause per MiB encoded and per MiB written.
+      expect(pauses).toBeGreaterThanOrEqual(4);
+      const [chunks] = await target.query('select count(*) as n from span_chunks');
+      expect(Number(chunks?.n)).toBe(3);
+      const read = await store.traces.spans('p', T);
+      expect(read).toHaveLength(2500);
+      expect(read[0]?.name).toBe('last');
+      expect(read[1]?.events).toHaveLength(1);
+      expect(read.map((s) => s.spanId)).toEqual(spans.slice(0, 2500).map((s) => s.spanId));
+    });
+
     it('reads chunks written before resources were stored apart (each span holding its own)', async () => {
       const old = [span(T, '1'.repeat(16)), span(T, '2'.repeat(16), '1'.repeat(16))];
       await target.query(

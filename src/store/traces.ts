@@ -24,6 +24,7 @@ import { batches, placeholders } from './batches.js';
 import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
+  AppendOptions,
   CompletionResult,
   CompletionRules,
   Page,
@@ -157,6 +158,45 @@ function withResource(
   return span as Span;
 }
 
+/** Spans per chunk at most: a larger batch is stored as several chunks of its trace. */
+const SPANS_PER_CHUNK = 1000;
+
+/**
+ * Characters of chunk JSON encoded or written between two pauses of `appendSpans` (a few ms of
+ * work), when it is given a pause.
+ */
+const PAUSE_CHARS = 1 << 20;
+
+/** A batch cut into parts of SPANS_PER_CHUNK spans; its detached events go with the first. */
+function partsOf(batch: SpanBatch): SpanBatch[] {
+  if (batch.spans.length <= SPANS_PER_CHUNK) return [batch];
+  const parts: SpanBatch[] = [];
+  for (let at = 0; at < batch.spans.length; at += SPANS_PER_CHUNK) {
+    const spans = batch.spans.slice(at, at + SPANS_PER_CHUNK);
+    const { detachedEvents: _detached, ...rest } = batch;
+    parts.push(at === 0 ? { ...batch, spans } : { ...rest, spans });
+  }
+  return parts;
+}
+
+/** Consecutive runs of rows whose chunk JSON adds up to about `chars` (at least one row each). */
+function runsOf(rows: SpanChunksTable[], chars: number): SpanChunksTable[][] {
+  const runs: SpanChunksTable[][] = [];
+  let run: SpanChunksTable[] = [];
+  let size = 0;
+  for (const row of rows) {
+    if (run.length > 0 && size + row.spans.length > chars) {
+      runs.push(run);
+      run = [];
+      size = 0;
+    }
+    run.push(row);
+    size += row.spans.length;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
+
 /** The earliest start of a batch: its spans', else its detached events', else `now`. */
 function batchStartMs(batch: SpanBatch, now: number): number {
   let start = Number.POSITIVE_INFINITY;
@@ -242,19 +282,38 @@ export class KyselyTraceStore implements TraceStore {
     private readonly dialect: StoreDialect,
   ) {}
 
-  async appendSpans(spanBatches: readonly SpanBatch[], now: number): Promise<void> {
-    // Chunk keys order by arrival; one random prefix per call (plus the batch index) keeps them
-    // unique across calls and replicas without a random draw per trace.
+  async appendSpans(
+    spanBatches: readonly SpanBatch[],
+    now: number,
+    options: AppendOptions = {},
+  ): Promise<void> {
+    const { pause } = options;
+    // Chunk keys order by arrival; one random prefix per call (plus the batch index and, for the
+    // parts of a large batch after its first, the part's) keeps them unique across calls and
+    // replicas without a random draw per trace.
     const stamp = `${String(now).padStart(13, '0')}-${randomBytes(6).toString('hex')}`;
     const resources = new ResourceRows();
-    const chunks = spanBatches.map((b, i) => ({
-      project: b.project,
-      trace_id: b.traceId,
-      chunk: `${stamp}-${String(i).padStart(5, '0')}`,
-      spans: encodeChunk(b, resources),
-    }));
+    const chunks: SpanChunksTable[] = [];
+    let sincePause = 0;
+    for (let i = 0; i < spanBatches.length; i++) {
+      const key = `${stamp}-${String(i).padStart(5, '0')}`;
+      for (const [n, part] of partsOf(spanBatches[i]!).entries()) {
+        const spans = encodeChunk(part, resources);
+        chunks.push({
+          project: part.project,
+          trace_id: part.traceId,
+          chunk: n === 0 ? key : `${key}-${String(n).padStart(4, '0')}`,
+          spans,
+        });
+        sincePause += spans.length;
+        if (pause !== undefined && sincePause >= PAUSE_CHARS) {
+          await pause();
+          sincePause = 0;
+        }
+      }
+    }
     await this.insertResources([...resources.rows.values()]);
-    await this.insertChunks(chunks);
+    await this.insertChunks(chunks, pause);
     // One row per trace; several batches of one trace in a call are merged first.
     const traces = new Map<string, { batch: SpanBatch; rootEndedAt: number | null }>();
     for (const b of spanBatches) {
@@ -309,14 +368,21 @@ export class KyselyTraceStore implements TraceStore {
    * value is its own parameter on both dialects: PostgreSQL arrays (`unnest`) had the driver escape
    * every quote of the span JSON into an array literal, which cost more than the rest of the write.
    */
-  private async insertChunks(rows: SpanChunksTable[]): Promise<void> {
-    for (const part of batches(this.dialect, rows, CHUNK)) {
-      await this.db.executeQuery(
-        CompiledQuery.raw(
-          `insert into span_chunks (project, trace_id, chunk, spans) values ${placeholders(this.dialect, part.length, 4)}`,
-          part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
-        ),
-      );
+  private async insertChunks(
+    rows: SpanChunksTable[],
+    pause: (() => Promise<void>) | undefined,
+  ): Promise<void> {
+    // With a pause, statements of about PAUSE_CHARS each and a pause between them.
+    for (const run of pause === undefined ? [rows] : runsOf(rows, PAUSE_CHARS)) {
+      for (const part of batches(this.dialect, run, CHUNK)) {
+        await this.db.executeQuery(
+          CompiledQuery.raw(
+            `insert into span_chunks (project, trace_id, chunk, spans) values ${placeholders(this.dialect, part.length, 4)}`,
+            part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
+          ),
+        );
+      }
+      if (run !== rows) await pause?.();
     }
   }
 

@@ -9,5 +9,5 @@ export { OtlpErrors } from './error-codes.js';
 export { decodeOtlpJson } from './json.js';
 export { decodeOtlpLogsJson } from './logs-json.js';
 export { decodeOtlpLogsProtobuf } from './logs-protobuf.js';
-export { decodeOtlpProtobuf } from './protobuf.js';
+export { decodeOtlpProtobuf, decodeOtlpProtobufInSlices } from './protobuf.js';
 export { truncationMarker } from './truncate.js';
