@@ -20,6 +20,7 @@ export { IngestErrors } from './error-codes.js';
 export { limitSpans, type SpanLimits, spanLimitsFromConfig } from './limits.js';
 export {
   decodeOtlpJson,
+  decodeOtlpJsonInSlices,
   decodeOtlpLogsJson,
   decodeOtlpLogsProtobuf,
   decodeOtlpProtobuf,

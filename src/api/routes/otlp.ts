@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { authorize } from '../../auth/index.js';
 import {
-  decodeOtlpJson,
+  decodeOtlpJsonInSlices,
   decodeOtlpProtobufInSlices,
   type IngestService,
   nextTurn,
@@ -51,12 +51,16 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       const result = await inTurn(request, reply, deps.turns, async () => {
         const options = { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits };
         const body = request.body as Buffer | string;
-        // Protobuf in slices: a body of megabytes must not hold health checks and other requests
-        // while it is read (JSON.parse cannot be cut, so OTLP/JSON is decoded at once).
+        // In slices: a body of megabytes must not hold health checks and other requests while it
+        // is read (but for JSON.parse, which cannot be cut).
         const decoded =
           encoding === 'protobuf'
             ? await decodeOtlpProtobufInSlices(body as Buffer, options, nextTurn)
-            : decodeOtlpJson(typeof body === 'string' ? body : body.toString('utf8'), options);
+            : await decodeOtlpJsonInSlices(
+                typeof body === 'string' ? body : body.toString('utf8'),
+                options,
+                nextTurn,
+              );
         return deps.ingest.ingest(
           { project, labels: { ...request.principal.labels }, source: '' },
           decoded,
