@@ -293,6 +293,7 @@ async function assemble(
     store,
     clock,
     rules,
+    maxEventsPerSpan: limits.maxEventsPerSpan,
     normalize: normalizeStoredTrace,
     observer: metrics,
     logger,
@@ -306,6 +307,7 @@ async function assemble(
             store: config.store,
             dataDir: config.data_dir,
             rules,
+            maxEventsPerSpan: limits.maxEventsPerSpan,
           },
           fallback: completer,
           onCompleted: (n) => {

@@ -219,3 +219,70 @@ describe.each(storeVariants())('OTLP/HTTP logs (GenAI events) on $name', (varian
     expect((await post('/v1/logs', fixture('.logs.1.pb'), PB, keys.viewer)).statusCode).toBe(403);
   });
 });
+
+describe.each(storeVariants())('OTLP/HTTP logs past max_events_per_span on $name', (variant) => {
+  const MAX = 4;
+  let t: TestApp;
+  let dispose: () => Promise<void> = async () => undefined;
+  beforeAll(async () => {
+    const store = await variant.open();
+    dispose = store.dispose;
+    t = await testApp({
+      ...store.overrides,
+      traces: { completion_grace: '0s', limits: { max_events_per_span: MAX } },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await dispose();
+  });
+
+  it('joins at most max_events_per_span events to a span, counting the rest as dropped', async () => {
+    const traceId = '4'.repeat(32);
+    const spanId = '5'.repeat(16);
+    const event = (i: number) => ({ name: `own.${i}`, timeUnixNano: '1000' });
+    const span = {
+      resourceSpans: [
+        {
+          scopeSpans: [
+            {
+              spans: [
+                {
+                  traceId,
+                  spanId,
+                  name: 'chat',
+                  startTimeUnixNano: '1',
+                  endTimeUnixNano: '2',
+                  attributes: [{ key: 'gen_ai.operation.name', value: { stringValue: 'chat' } }],
+                  events: [event(1), event(2)],
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    const message = (n: number) => ({
+      traceId,
+      spanId,
+      timeUnixNano: String(10 + n),
+      eventName: 'gen_ai.user.message',
+      body: { kvlistValue: { values: [{ key: 'content', value: { stringValue: `m${n}` } }] } },
+    });
+    const send = (path: string, payload: string) =>
+      t.app.server.inject({ method: 'POST', url: path, payload, headers: JSON_CT });
+    expect((await send('/v1/traces', JSON.stringify(span))).statusCode).toBe(200);
+    // Five messages in two requests (one sent twice, added once): two fit beside the span's own.
+    expect((await send('/v1/logs', logsJson([1, 2, 3].map(message)))).statusCode).toBe(200);
+    expect((await send('/v1/logs', logsJson([3, 4, 5].map(message)))).statusCode).toBe(200);
+    await t.app.completer.tick();
+    const found = await t.app.store.traces.get('default', traceId);
+    const [step] = found?.record.trajectory ?? [];
+    expect(step?.input).toEqual([
+      { role: 'user', content: 'm1' },
+      { role: 'user', content: 'm2' },
+    ]);
+    expect(step?.dropped).toEqual({ events: 3 });
+    expect(found?.record.metadata?.dropped).toEqual({ events: 3 });
+  });
+});

@@ -121,11 +121,14 @@ export function holdsBytes(value: unknown): boolean {
 /**
  * The spans with detached events added to the span they name (a copy of each span that gets
  * some). An event sent twice (an exporter's retry) is added once; events whose span is not among
- * `spans` are left out (their span may arrive later).
+ * `spans` are left out (their span may arrive later). A span keeps at most `maxEvents` events (its
+ * own first, `traces.limits.max_events_per_span`): the detached ones past it are counted in its
+ * `droppedEventsCount`, as the ingest limits count span events past it.
  */
 export function attachDetachedEvents(
   spans: readonly Span[],
   detached: readonly DetachedEvents[],
+  maxEvents = Number.POSITIVE_INFINITY,
 ): Span[] {
   const bySpan = new Map<string, SpanEvent[]>();
   for (const d of detached) {
@@ -143,6 +146,13 @@ export function attachDetachedEvents(
       seen.add(key);
       return true;
     });
-    return added.length === 0 ? span : { ...span, events: [...span.events, ...added] };
+    if (added.length === 0) return span;
+    const room = Math.max(0, maxEvents - span.events.length);
+    if (added.length <= room) return { ...span, events: [...span.events, ...added] };
+    return {
+      ...span,
+      events: [...span.events, ...added.slice(0, room)],
+      droppedEventsCount: (span.droppedEventsCount ?? 0) + added.length - room,
+    };
   });
 }

@@ -80,7 +80,7 @@ describe('CompleterThread (SQLite)', () => {
     });
     let completed = 0;
     const thread = new CompleterThread({
-      data: { store: { driver: 'sqlite' }, dataDir, rules, intervalMs: 20 },
+      data: { store: { driver: 'sqlite' }, dataDir, rules, maxEventsPerSpan: 128, intervalMs: 20 },
       fallback,
       onCompleted: (n) => {
         completed += n;

@@ -17,6 +17,8 @@ export interface CompleterWorkerData {
   store: StoreConfig;
   dataDir: string | undefined;
   rules: CompletionRules;
+  /** `traces.limits.max_events_per_span` (see CompleterDeps). */
+  maxEventsPerSpan: number;
   intervalMs?: number;
 }
 

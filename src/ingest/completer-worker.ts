@@ -35,6 +35,7 @@ const completer = new TraceCompleter({
   store,
   clock: systemClock,
   rules: data.rules,
+  maxEventsPerSpan: data.maxEventsPerSpan,
   normalize: normalizeStoredTrace,
   observer: {
     onCompleted: (traces) => {

@@ -20,9 +20,11 @@ export { IngestErrors } from './error-codes.js';
 export { limitSpans, type SpanLimits, spanLimitsFromConfig } from './limits.js';
 export {
   decodeOtlpJson,
+  decodeOtlpJsonInSlices,
   decodeOtlpLogsJson,
   decodeOtlpLogsProtobuf,
   decodeOtlpProtobuf,
+  decodeOtlpProtobufInSlices,
   OtlpErrors,
 } from './otlp/index.js';
 export {
@@ -33,6 +35,7 @@ export {
   IngestService,
   type IngestTarget,
   type LogIngestResult,
+  nextTurn,
   type PulledTrace,
   PulledTraceWriter,
   recordDigest,

@@ -68,7 +68,7 @@ export interface IngestDeps {
 }
 
 /** Lets timers and I/O (other requests, health checks) run before going on. */
-function nextTurn(): Promise<void> {
+export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
@@ -114,7 +114,7 @@ export class IngestService {
     }));
     const started = performance.now();
     await this.deps.store.withTransaction((tx) =>
-      tx.traces.appendSpans(batches, this.deps.clock.now()),
+      tx.traces.appendSpans(batches, this.deps.clock.now(), { pause: nextTurn }),
     );
     observer?.onStored(spans.length, (performance.now() - started) / 1000);
     return base;
@@ -206,7 +206,9 @@ export class PulledTraceWriter {
   ): Promise<boolean> {
     const { store, redactor, clock, observer } = this.deps;
     const limited = limitSpans(trace.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
-    const spans = redactor.redactSpans(limited);
+    // In slices, as pushed spans are: a pulled trace of megabytes of text must not hold the event
+    // loop (health checks, requests) while it is scanned.
+    const spans = await redactor.redactSpansInSlices(limited, nextTurn);
     const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
     const now = clock.now();
     const pending: PendingTrace = {
@@ -224,6 +226,7 @@ export class PulledTraceWriter {
       await tx.traces.appendSpans(
         [{ project: trace.project, traceId: trace.traceId, spans, labels, source: trace.source }],
         now,
+        { pause: nextTurn },
       );
       const result = await tx.traces.complete(pending, normalized, digest, now);
       const queue =
@@ -266,6 +269,11 @@ export interface CompleterDeps {
   normalize: TraceNormalizer;
   observer?: IngestObserver;
   logger?: { warn(obj: object, msg: string): void };
+  /**
+   * `traces.limits.max_events_per_span`, which also caps the events (OTLP log records) joined to a
+   * span when it is read; the default limit when absent.
+   */
+  maxEventsPerSpan?: number;
   /** Poll interval; default 250 ms. */
   intervalMs?: number;
   /**
@@ -325,7 +333,9 @@ export class TraceCompleter {
     for (;;) {
       const due = await store.traces.dueForCompletion(clock.now(), rules, size);
       if (due.length === 0 || this.stopped) return total;
-      const spans = await store.traces.spansOf(due);
+      const spans = await store.traces.spansOf(due, {
+        maxEventsPerSpan: this.deps.maxEventsPerSpan ?? DEFAULT_SPAN_LIMITS.maxEventsPerSpan,
+      });
       const done = due.map((pending, i) => {
         const normalized = this.deps.normalize(spans[i] ?? [], pending);
         return { pending, normalized, digest: recordDigest(normalized.record) };

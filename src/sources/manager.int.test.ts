@@ -307,6 +307,41 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
     expect((await get(mlflow.traceId.toUpperCase())).statusCode).toBe(200);
   });
 
+  it('stores a large pulled trace in slices, letting other work run, and its resource once', async () => {
+    const big = fake.add(1, T0 - 10 * MIN);
+    const text = 'The flight to Paris leaves at seven. '.repeat(1000);
+    for (let i = 0; i < 300; i++) {
+      big.spans.push({
+        ...big.spans[1]!,
+        spanId: (0x100 + i).toString(16).padStart(16, '0'),
+        attributes: { 'gen_ai.operation.name': 'execute_tool', 'output.value': text },
+        // One resource object for the trace's spans, as the connectors build them.
+        resource: big.spans[0]!.resource,
+      });
+    }
+    await applySource();
+    // Turns of the event loop taken while the trace is redacted and written: a health check or
+    // another request gets each of them.
+    let turns = 0;
+    let running = true;
+    const count = () => {
+      turns++;
+      if (running) setImmediate(count);
+    };
+    setImmediate(count);
+    try {
+      await manager.tick();
+    } finally {
+      running = false;
+    }
+    // 11 MB of text, read in slices of 32 Ki characters.
+    expect(turns).toBeGreaterThan(100);
+    const spans = await app.store.traces.spans('default', big.traceId);
+    expect(spans).toHaveLength(302);
+    expect(spans.every((s) => s.resource === spans[0]!.resource)).toBe(true);
+    expect(spans[0]!.resource).toEqual({ 'service.name': 'agent', 'mlflow.tag.team': 'search' });
+  });
+
   it('defers a running trace, then stores it when it ends (or as it is after maxInProgressAge)', async () => {
     const running = fake.add(1, T0 - 40 * MIN, { inProgress: true });
     const stuck = fake.add(2, T0 - 35 * MIN, { inProgress: true });

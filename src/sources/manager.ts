@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  type Attributes,
   BackgroundLoop,
   type Clock,
   isTouchstoneError,
@@ -85,10 +86,22 @@ export function headerVersion(h: TraceHeader): string {
     .slice(0, 22);
 }
 
-/** The store's trace-level attributes go on every span's resource (tags, metadata). */
+/**
+ * The store's trace-level attributes go on every span's resource (tags, metadata). Spans that
+ * shared a resource object (connectors give every span of a trace the same one) share the merged
+ * one too: redaction, labels and storage then handle it once instead of once per span.
+ */
 function withResource(spans: Span[], resource: TraceHeader['resource']): Span[] {
   if (Object.keys(resource).length === 0) return spans;
-  return spans.map((s) => ({ ...s, resource: { ...s.resource, ...resource } }));
+  const merged = new Map<Attributes, Attributes>();
+  return spans.map((s) => {
+    let one = merged.get(s.resource);
+    if (one === undefined) {
+      one = { ...s.resource, ...resource };
+      merged.set(s.resource, one);
+    }
+    return { ...s, resource: one };
+  });
 }
 
 const realSleep = (ms: number, signal?: AbortSignal) =>

@@ -119,6 +119,23 @@ export interface LeaseStore {
 }
 
 /** Spans of one trace arriving together (one request, or one pulled page). */
+export interface AppendOptions {
+  /**
+   * Awaited between slices of the work (encoding and writing about 1 MiB of span JSON each), so
+   * that a request of many megabytes does not hold the event loop while it is stored; the
+   * transaction stays open meanwhile. Absent: no pauses.
+   */
+  pause?: () => Promise<void>;
+}
+
+export interface SpansReadOptions {
+  /**
+   * `traces.limits.max_events_per_span`: detached events (OTLP log records) past it are not added
+   * to their span, and are counted in its `droppedEventsCount`. Unlimited when absent.
+   */
+  maxEventsPerSpan?: number;
+}
+
 export interface SpanBatch {
   project: string;
   traceId: string;
@@ -203,13 +220,16 @@ export interface CompletionResult {
 
 export interface TraceStore {
   /** Stores spans and opens (or re-opens) their traces; `now` stamps arrival. */
-  appendSpans(batches: readonly SpanBatch[], now: number): Promise<void>;
+  appendSpans(batches: readonly SpanBatch[], now: number, options?: AppendOptions): Promise<void>;
   /** Open traces whose completion rule has fired at `now`, oldest first. */
   dueForCompletion(now: number, rules: CompletionRules, limit: number): Promise<PendingTrace[]>;
   /** Every stored span of a trace. */
-  spans(project: string, traceId: string): Promise<Span[]>;
+  spans(project: string, traceId: string, options?: SpansReadOptions): Promise<Span[]>;
   /** The spans of several traces in one read, in the order asked (the completer's batch). */
-  spansOf(traces: readonly { project: string; traceId: string }[]): Promise<Span[][]>;
+  spansOf(
+    traces: readonly { project: string; traceId: string }[],
+    options?: SpansReadOptions,
+  ): Promise<Span[][]>;
   /**
    * Records a completed trace's summary, record and digest, only if no span arrived since
    * `pending.lastSpanAt`.

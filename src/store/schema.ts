@@ -78,8 +78,19 @@ export interface SpanChunksTable {
   trace_id: string;
   /** Orders chunks by arrival: `<epoch ms, 13 digits>-<random>`. */
   chunk: string;
-  /** JSON array of redacted spans (bytes as {"$bytes": base64}). */
+  /**
+   * JSON array of redacted spans (bytes as {"$bytes": base64}). Spans written since migration 11
+   * name their resource by `resourceRef` (a `span_resources` id) instead of holding it.
+   */
   spans: string;
+}
+
+export interface SpanResourcesTable {
+  project: string;
+  /** sha256 (hex) of `attributes`. */
+  id: string;
+  /** JSON object: redacted resource attributes (bytes as {"$bytes": base64}). */
+  attributes: string;
 }
 
 export interface WebhooksTable {
@@ -384,6 +395,7 @@ export interface Database {
   leases: LeasesTable;
   traces: TracesTable;
   span_chunks: SpanChunksTable;
+  span_resources: SpanResourcesTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   policies: PoliciesTable;

@@ -24,6 +24,8 @@ interface Target {
   /** Versions recorded in schema_migrations, read around the store. */
   appliedVersions(): Promise<number[]>;
   recordVersion(version: number): Promise<void>;
+  /** Raw SQL beside the store (`?` placeholders on both dialects). */
+  query(text: string, values?: unknown[]): Promise<Record<string, unknown>[]>;
   cleanup(): Promise<void>;
 }
 
@@ -60,6 +62,13 @@ const sqliteHarness: Harness = {
             .run(version, 'from-the-future', 0),
         );
       },
+      query: async (text, values = []) =>
+        withDb((db) => {
+          const statement = db.prepare(text);
+          if (statement.reader) return statement.all(...values) as Record<string, unknown>[];
+          statement.run(...values);
+          return [];
+        }),
       cleanup: async () => rmSync(root, { recursive: true, force: true }),
     };
   },
@@ -86,6 +95,13 @@ function pgHarness(baseUrl: string): Harness {
           await query(
             'insert into schema_migrations (version, name, applied_at) values ($1, $2, 0)',
             [version, 'from-the-future'],
+          );
+        },
+        query: (text, values = []) => {
+          let n = 0;
+          return query(
+            text.replace(/\?/g, () => `$${++n}`),
+            values,
           );
         },
         cleanup: () => schema.drop(),
@@ -347,6 +363,164 @@ function storeContract(harness: Harness): void {
       expect(again?.name).toBe('again');
       expect(again?.attributes.raw).toEqual(bytes);
       expect(await store.traces.spans('other', T)).toEqual([]);
+    });
+
+    it('stores a resource once however many spans and traces share it, and reads it into each', async () => {
+      // Bytes survive when redaction is off (it drops them otherwise).
+      const resource = {
+        'service.name': 'svc',
+        'host.tags': 'r'.repeat(20_000),
+        raw: new Uint8Array([9, 0]),
+      };
+      const many = (traceId: string, from: number) =>
+        Array.from({ length: 100 }, (_, i) =>
+          span(
+            traceId,
+            (from + i).toString(16).padStart(16, '0'),
+            from === 1 && i === 0 ? '' : 'f'.repeat(16),
+            {
+              resource,
+            },
+          ),
+        );
+      const U = 'b'.repeat(32);
+      const batch = (project: string, traceId: string, from: number) => ({
+        project,
+        traceId,
+        spans: many(traceId, from),
+        labels: {},
+        source: '',
+      });
+      await store.traces.appendSpans([batch('p', T, 1), batch('p', U, 1)], T0);
+      await store.traces.appendSpans([batch('p', T, 101), batch('q', T, 1)], T0 + 1);
+
+      const stored = await target.query(
+        'select project, length(attributes) as n from span_resources order by project',
+      );
+      expect(stored.map((r) => [r.project, Number(r.n)])).toEqual([
+        ['p', expect.any(Number)],
+        ['q', expect.any(Number)],
+      ]);
+      const [largest] = await target.query('select max(length(spans)) as n from span_chunks');
+      // 100 spans of a few hundred bytes each, not 100 copies of the resource.
+      expect(Number(largest?.n)).toBeLessThan(100 * 1000);
+
+      const [t, u] = await store.traces.spansOf([
+        { project: 'p', traceId: T },
+        { project: 'p', traceId: U },
+      ]);
+      expect(t).toHaveLength(200);
+      expect(u).toHaveLength(100);
+      for (const read of [...(t ?? []), ...(u ?? [])]) expect(read.resource).toEqual(resource);
+      expect(t?.[0]).toEqual(span(T, (1).toString(16).padStart(16, '0'), '', { resource }));
+      expect(t?.[0]).not.toHaveProperty('resourceRef');
+      expect(await store.traces.spans('q', T)).toHaveLength(100);
+    });
+
+    it("keeps a trace's root resource once when large, and inline when small", async () => {
+      const large = { 'service.name': 'svc', 'host.tags': 'r'.repeat(20_000) };
+      const small = { 'service.name': 'svc' };
+      const U = 'b'.repeat(32);
+      for (const [traceId, resource] of [
+        [T, large],
+        [U, large],
+        ['c'.repeat(32), small],
+      ] as const) {
+        await store.traces.appendSpans(
+          [
+            {
+              project: 'p',
+              traceId,
+              spans: [span(traceId, '1'.repeat(16))],
+              labels: {},
+              source: '',
+            },
+          ],
+          T0,
+        );
+        const [due] = await store.traces.dueForCompletion(T0 + 2000, rules, 1);
+        const root = { attributes: { n: 1 }, resource };
+        const trace = { ...normalized('x'), root };
+        expect((await store.traces.complete(due!, trace, 'd1', T0 + 2000)).completed).toBe(true);
+        expect((await store.traces.get('p', traceId))?.root).toEqual(root);
+      }
+      const [longest] = await target.query('select max(length(root)) as n from traces');
+      expect(Number(longest?.n)).toBeLessThan(1000);
+      const [rows] = await target.query('select count(*) as n from span_resources');
+      // The spans' resource and the large root resource (one row for both traces).
+      expect(Number(rows?.n)).toBe(2);
+    });
+
+    it('stores a large batch as several chunks, pausing between slices, and reads it whole', async () => {
+      const text = 'The flight to Paris leaves at seven. '.repeat(30);
+      const spans = Array.from({ length: 2500 }, (_, i) =>
+        span(T, (i + 1).toString(16).padStart(16, '0'), i === 0 ? '' : '1'.repeat(16), {
+          attributes: { text },
+        }),
+      );
+      // The same span id later in the batch (a retry inside one request) still wins.
+      spans.push(span(T, spans[0]!.spanId, '', { name: 'last' }));
+      let pauses = 0;
+      await store.withTransaction((tx) =>
+        tx.traces.appendSpans(
+          [
+            {
+              project: 'p',
+              traceId: T,
+              spans,
+              detachedEvents: [
+                {
+                  spanId: spans[1]!.spanId,
+                  events: [{ name: 'e', timeUnixNano: '1', attributes: {} }],
+                },
+              ],
+              labels: {},
+              source: '',
+            },
+          ],
+          T0,
+          {
+            pause: async () => {
+              pauses++;
+            },
+          },
+        ),
+      );
+      // 2.9 MB of span JSON: three chunks, a pause per MiB encoded and per MiB written.
+      expect(pauses).toBeGreaterThanOrEqual(4);
+      const [chunks] = await target.query('select count(*) as n from span_chunks');
+      expect(Number(chunks?.n)).toBe(3);
+      const read = await store.traces.spans('p', T);
+      expect(read).toHaveLength(2500);
+      expect(read[0]?.name).toBe('last');
+      expect(read[1]?.events).toHaveLength(1);
+      expect(read.map((s) => s.spanId)).toEqual(spans.slice(0, 2500).map((s) => s.spanId));
+    });
+
+    it('reads chunks written before resources were stored apart (each span holding its own)', async () => {
+      const old = [span(T, '1'.repeat(16)), span(T, '2'.repeat(16), '1'.repeat(16))];
+      await target.query(
+        'insert into span_chunks (project, trace_id, chunk, spans) values (?, ?, ?, ?)',
+        ['p', T, '0000000000001-old', JSON.stringify(old)],
+      );
+      await store.traces.appendSpans(
+        [
+          {
+            project: 'p',
+            traceId: T,
+            spans: [
+              span(T, '3'.repeat(16), '1'.repeat(16), { resource: { 'service.name': 'new' } }),
+            ],
+            labels: {},
+            source: '',
+          },
+        ],
+        T0,
+      );
+      expect(await store.traces.spans('p', T)).toEqual([
+        ...old,
+        span(T, '3'.repeat(16), '1'.repeat(16), { resource: { 'service.name': 'new' } }),
+      ]);
     });
 
     it('stores detached events apart and adds them to their span when it is read, whichever came first', async () => {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   CompiledQuery,
   type Expression,
@@ -8,6 +8,7 @@ import {
   sql,
 } from 'kysely';
 import {
+  type Attributes,
   type AttributeValue,
   attachDetachedEvents,
   type DetachedEvents,
@@ -23,26 +24,28 @@ import { batches, placeholders } from './batches.js';
 import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
+  AppendOptions,
   CompletionResult,
   CompletionRules,
   Page,
   PageRequest,
   PendingTrace,
   SpanBatch,
+  SpansReadOptions,
   StoreDialect,
   StoredTrace,
   TraceFilter,
   TraceStore,
 } from './ports.js';
-import type { Database, SpanChunksTable, TracesTable } from './schema.js';
+import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
 
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
 
+/** Whether a span holds bytes outside its resource (resources are encoded on their own). */
 function spanHasBytes(span: Span): boolean {
   return (
     holdsBytes(span.attributes) ||
-    holdsBytes(span.resource) ||
     span.events.some((e) => holdsBytes(e.attributes)) ||
     span.links.some((l) => holdsBytes(l.attributes))
   );
@@ -54,6 +57,19 @@ function toJson(value: unknown, bytes: boolean): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v instanceof Uint8Array ? { $bytes: Buffer.from(v).toString('base64') } : v,
   );
+}
+
+/** What `toJson` wrote, bytes restored. */
+function fromJson<T>(text: string): T {
+  // The reviver makes JSON.parse several times slower; only text that held bytes needs it.
+  if (!text.includes('"$bytes"')) return JSON.parse(text) as T;
+  return JSON.parse(text, (_key, value: unknown) => {
+    if (typeof value === 'object' && value !== null && '$bytes' in value) {
+      const b = (value as { $bytes: unknown }).$bytes;
+      if (typeof b === 'string') return new Uint8Array(Buffer.from(b, 'base64')) as AttributeValue;
+    }
+    return value;
+  }) as T;
 }
 
 /**
@@ -68,13 +84,60 @@ interface StoredDetached {
 }
 
 /**
- * A batch's chunk JSON: its spans (none hold bytes while redaction is on: it drops them), then
- * its detached events.
+ * Where a stored span names its resource (a `span_resources` id) instead of holding it: one large
+ * resource shared by many spans is then written once, not once per span. Chunks written before
+ * the table existed hold `resource` itself, and read as they did.
  */
-function encodeChunk(batch: SpanBatch): string {
+const RESOURCE_REF = 'resourceRef';
+
+type StoredSpan = Omit<Span, 'resource'> & { resource?: Attributes; [RESOURCE_REF]?: string };
+
+/** A stored root: its resource held, or named when larger than ROOT_RESOURCE_INLINE_MAX. */
+type StoredRoot = Omit<TraceRoot, 'resource'> & { resource?: Attributes; [RESOURCE_REF]?: string };
+
+/**
+ * Characters of resource JSON a trace's `root` column holds itself; a larger one is stored once
+ * in `span_resources`. Typical resources (service, SDK, host, process) are a few hundred: they
+ * stay inline and cost completion no extra statement.
+ */
+const ROOT_RESOURCE_INLINE_MAX = 2048;
+
+/** Rows per read of `span_resources` (two parameters each). */
+const RESOURCE_READ = 500;
+
+/**
+ * The resources of one `appendSpans` call: each distinct resource object is encoded and hashed
+ * once however many spans share it, and each (project, resource) becomes one row.
+ */
+class ResourceRows {
+  private readonly encoded = new Map<Attributes, { id: string; text: string }>();
+  readonly rows = new Map<string, SpanResourcesTable>();
+
+  refOf(project: string, resource: Attributes): string {
+    let known = this.encoded.get(resource);
+    if (known === undefined) {
+      const text = toJson(resource, holdsBytes(resource));
+      known = { id: createHash('sha256').update(text).digest('hex'), text };
+      this.encoded.set(resource, known);
+    }
+    const key = `${project}\u0000${known.id}`;
+    if (!this.rows.has(key)) this.rows.set(key, { project, id: known.id, attributes: known.text });
+    return known.id;
+  }
+}
+
+/**
+ * A batch's chunk JSON: its spans, each naming its resource (added to `resources`), then its
+ * detached events. None hold bytes while redaction is on: it drops them.
+ */
+function encodeChunk(batch: SpanBatch, resources: ResourceRows): string {
+  const entries: (StoredSpan | StoredDetached)[] = batch.spans.map((span) => ({
+    ...span,
+    // Left out by JSON.stringify: the chunk holds the reference only.
+    resource: undefined,
+    [RESOURCE_REF]: resources.refOf(batch.project, span.resource),
+  }));
   const detached = batch.detachedEvents ?? [];
-  if (detached.length === 0) return toJson(batch.spans, batch.spans.some(spanHasBytes));
-  const entries: (Span | StoredDetached)[] = [...batch.spans];
   for (const d of detached) entries.push({ [DETACHED]: d.spanId, events: d.events });
   const bytes =
     batch.spans.some(spanHasBytes) ||
@@ -82,16 +145,56 @@ function encodeChunk(batch: SpanBatch): string {
   return toJson(entries, bytes);
 }
 
-function decodeChunk(text: string): (Span | StoredDetached)[] {
-  // The reviver makes JSON.parse several times slower; only chunks that held bytes need it.
-  if (!text.includes('"$bytes"')) return JSON.parse(text) as Span[];
-  return JSON.parse(text, (_key, value: unknown) => {
-    if (typeof value === 'object' && value !== null && '$bytes' in value) {
-      const b = (value as { $bytes: unknown }).$bytes;
-      if (typeof b === 'string') return new Uint8Array(Buffer.from(b, 'base64')) as AttributeValue;
+/** A stored span with its resource: the one it names, else the one it holds (older chunks). */
+function withResource(
+  entry: StoredSpan,
+  project: string,
+  resources: ReadonlyMap<string, Attributes>,
+): Span {
+  const ref = entry[RESOURCE_REF];
+  if (ref === undefined) return entry as Span;
+  const { [RESOURCE_REF]: _ref, ...span } = entry;
+  span.resource = resources.get(`${project}\u0000${ref}`) ?? {};
+  return span as Span;
+}
+
+/** Spans per chunk at most: a larger batch is stored as several chunks of its trace. */
+const SPANS_PER_CHUNK = 1000;
+
+/**
+ * Characters of chunk JSON encoded or written between two pauses of `appendSpans` (a few ms of
+ * work), when it is given a pause.
+ */
+const PAUSE_CHARS = 1 << 20;
+
+/** A batch cut into parts of SPANS_PER_CHUNK spans; its detached events go with the first. */
+function partsOf(batch: SpanBatch): SpanBatch[] {
+  if (batch.spans.length <= SPANS_PER_CHUNK) return [batch];
+  const parts: SpanBatch[] = [];
+  for (let at = 0; at < batch.spans.length; at += SPANS_PER_CHUNK) {
+    const spans = batch.spans.slice(at, at + SPANS_PER_CHUNK);
+    const { detachedEvents: _detached, ...rest } = batch;
+    parts.push(at === 0 ? { ...batch, spans } : { ...rest, spans });
+  }
+  return parts;
+}
+
+/** Consecutive runs of rows whose chunk JSON adds up to about `chars` (at least one row each). */
+function runsOf(rows: SpanChunksTable[], chars: number): SpanChunksTable[][] {
+  const runs: SpanChunksTable[][] = [];
+  let run: SpanChunksTable[] = [];
+  let size = 0;
+  for (const row of rows) {
+    if (run.length > 0 && size + row.spans.length > chars) {
+      runs.push(run);
+      run = [];
+      size = 0;
     }
-    return value;
-  }) as Span[];
+    run.push(row);
+    size += row.spans.length;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
 }
 
 /** The earliest start of a batch: its spans', else its detached events', else `now`. */
@@ -179,18 +282,38 @@ export class KyselyTraceStore implements TraceStore {
     private readonly dialect: StoreDialect,
   ) {}
 
-  async appendSpans(spanBatches: readonly SpanBatch[], now: number): Promise<void> {
-    // Chunk keys order by arrival; one random prefix per call (plus the batch index) keeps them
-    // unique across calls and replicas without a random draw per trace.
+  async appendSpans(
+    spanBatches: readonly SpanBatch[],
+    now: number,
+    options: AppendOptions = {},
+  ): Promise<void> {
+    const { pause } = options;
+    // Chunk keys order by arrival; one random prefix per call (plus the batch index and, for the
+    // parts of a large batch after its first, the part's) keeps them unique across calls and
+    // replicas without a random draw per trace.
     const stamp = `${String(now).padStart(13, '0')}-${randomBytes(6).toString('hex')}`;
-    await this.insertChunks(
-      spanBatches.map((b, i) => ({
-        project: b.project,
-        trace_id: b.traceId,
-        chunk: `${stamp}-${String(i).padStart(5, '0')}`,
-        spans: encodeChunk(b),
-      })),
-    );
+    const resources = new ResourceRows();
+    const chunks: SpanChunksTable[] = [];
+    let sincePause = 0;
+    for (let i = 0; i < spanBatches.length; i++) {
+      const key = `${stamp}-${String(i).padStart(5, '0')}`;
+      for (const [n, part] of partsOf(spanBatches[i]!).entries()) {
+        const spans = encodeChunk(part, resources);
+        chunks.push({
+          project: part.project,
+          trace_id: part.traceId,
+          chunk: n === 0 ? key : `${key}-${String(n).padStart(4, '0')}`,
+          spans,
+        });
+        sincePause += spans.length;
+        if (pause !== undefined && sincePause >= PAUSE_CHARS) {
+          await pause();
+          sincePause = 0;
+        }
+      }
+    }
+    await this.insertResources([...resources.rows.values()]);
+    await this.insertChunks(chunks, pause);
     // One row per trace; several batches of one trace in a call are merged first.
     const traces = new Map<string, { batch: SpanBatch; rootEndedAt: number | null }>();
     for (const b of spanBatches) {
@@ -245,15 +368,67 @@ export class KyselyTraceStore implements TraceStore {
    * value is its own parameter on both dialects: PostgreSQL arrays (`unnest`) had the driver escape
    * every quote of the span JSON into an array literal, which cost more than the rest of the write.
    */
-  private async insertChunks(rows: SpanChunksTable[]): Promise<void> {
+  private async insertChunks(
+    rows: SpanChunksTable[],
+    pause: (() => Promise<void>) | undefined,
+  ): Promise<void> {
+    // With a pause, statements of about PAUSE_CHARS each and a pause between them.
+    for (const run of pause === undefined ? [rows] : runsOf(rows, PAUSE_CHARS)) {
+      for (const part of batches(this.dialect, run, CHUNK)) {
+        await this.db.executeQuery(
+          CompiledQuery.raw(
+            `insert into span_chunks (project, trace_id, chunk, spans) values ${placeholders(this.dialect, part.length, 4)}`,
+            part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
+          ),
+        );
+      }
+      if (run !== rows) await pause?.();
+    }
+  }
+
+  /**
+   * Stores resources not stored yet (equal content, one row). In key order, so that two PostgreSQL
+   * transactions inserting the same resources wait for each other instead of deadlocking.
+   */
+  private async insertResources(rows: SpanResourcesTable[]): Promise<void> {
+    rows.sort((a, b) =>
+      a.project === b.project ? (a.id < b.id ? -1 : 1) : a.project < b.project ? -1 : 1,
+    );
     for (const part of batches(this.dialect, rows, CHUNK)) {
       await this.db.executeQuery(
         CompiledQuery.raw(
-          `insert into span_chunks (project, trace_id, chunk, spans) values ${placeholders(this.dialect, part.length, 4)}`,
-          part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
+          `insert into span_resources (project, id, attributes) values ${placeholders(this.dialect, part.length, 3)}
+           on conflict (project, id) do nothing`,
+          part.flatMap((r) => [r.project, r.id, r.attributes]),
         ),
       );
     }
+  }
+
+  /**
+   * The resources named by `refs` (project → ids), each parsed once: the spans naming one share
+   * it, as the spans of one OTLP resource do when decoded.
+   */
+  private async resourcesOf(refs: Map<string, Set<string>>): Promise<Map<string, Attributes>> {
+    const wanted = [...refs].flatMap(([project, ids]) => [...ids].map((id) => ({ project, id })));
+    const out = new Map<string, Attributes>();
+    for (let i = 0; i < wanted.length; i += RESOURCE_READ) {
+      const part = wanted.slice(i, i + RESOURCE_READ);
+      const rows = await this.db
+        .selectFrom('span_resources')
+        .select(['project', 'id', 'attributes'])
+        .where((eb) =>
+          eb(
+            eb.refTuple('project', 'id'),
+            'in',
+            part.map((r) => eb.tuple(r.project, r.id)),
+          ),
+        )
+        .execute();
+      for (const r of rows)
+        out.set(`${r.project}\u0000${r.id}`, fromJson<Attributes>(r.attributes));
+    }
+    return out;
   }
 
   async dueForCompletion(
@@ -288,12 +463,15 @@ export class KyselyTraceStore implements TraceStore {
     }));
   }
 
-  async spans(project: string, traceId: string): Promise<Span[]> {
-    const [spans] = await this.spansOf([{ project, traceId }]);
+  async spans(project: string, traceId: string, options?: SpansReadOptions): Promise<Span[]> {
+    const [spans] = await this.spansOf([{ project, traceId }], options);
     return spans ?? [];
   }
 
-  async spansOf(traces: readonly { project: string; traceId: string }[]): Promise<Span[][]> {
+  async spansOf(
+    traces: readonly { project: string; traceId: string }[],
+    options: SpansReadOptions = {},
+  ): Promise<Span[][]> {
     if (traces.length === 0) return [];
     const rows = await this.db
       .selectFrom('span_chunks')
@@ -308,25 +486,45 @@ export class KyselyTraceStore implements TraceStore {
       .orderBy('chunk')
       .execute();
     // A span sent again (an exporter's retry, a re-pulled page) replaces the earlier copy.
-    const byTrace = new Map<string, { spans: Map<string, Span>; detached: DetachedEvents[] }>();
+    const byTrace = new Map<
+      string,
+      { project: string; spans: Map<string, StoredSpan>; detached: DetachedEvents[] }
+    >();
+    const refs = new Map<string, Set<string>>();
     for (const row of rows) {
       const key = `${row.project}\u0000${row.trace_id}`;
       let trace = byTrace.get(key);
       if (trace === undefined) {
-        trace = { spans: new Map(), detached: [] };
+        trace = { project: row.project, spans: new Map(), detached: [] };
         byTrace.set(key, trace);
       }
-      for (const entry of decodeChunk(row.spans)) {
-        if (DETACHED in entry)
+      for (const entry of fromJson<(StoredSpan | StoredDetached)[]>(row.spans)) {
+        if (DETACHED in entry) {
           trace.detached.push({ spanId: entry[DETACHED], events: entry.events });
-        else trace.spans.set(entry.spanId, entry);
+          continue;
+        }
+        trace.spans.set(entry.spanId, entry);
+        const ref = entry[RESOURCE_REF];
+        if (ref === undefined) continue;
+        let ids = refs.get(row.project);
+        if (ids === undefined) {
+          ids = new Set();
+          refs.set(row.project, ids);
+        }
+        ids.add(ref);
       }
     }
+    const resources =
+      refs.size === 0 ? new Map<string, Attributes>() : await this.resourcesOf(refs);
     return traces.map((t) => {
       const trace = byTrace.get(`${t.project}\u0000${t.traceId}`);
       if (trace === undefined) return [];
-      const spans = [...trace.spans.values()];
-      return trace.detached.length === 0 ? spans : attachDetachedEvents(spans, trace.detached);
+      const spans = [...trace.spans.values()].map((entry) =>
+        withResource(entry, trace.project, resources),
+      );
+      return trace.detached.length === 0
+        ? spans
+        : attachDetachedEvents(spans, trace.detached, options.maxEventsPerSpan);
     });
   }
 
@@ -368,7 +566,7 @@ export class KyselyTraceStore implements TraceStore {
           JSON.stringify(s.labels),
           digest,
           JSON.stringify(trace.record),
-          trace.root === undefined ? null : JSON.stringify(trace.root),
+          trace.root === undefined ? null : await this.rootColumn(pending.project, trace.root),
           usageColumn(trace.record),
           pending.project,
           pending.traceId,
@@ -438,8 +636,37 @@ export class KyselyTraceStore implements TraceStore {
       trace: fromRow(row),
       record: JSON.parse(row.record) as EvalRecord,
     };
-    if (row.root !== null) out.root = JSON.parse(row.root) as TraceRoot;
+    if (row.root !== null) out.root = await this.rootOf(project, row.root);
     return out;
+  }
+
+  /**
+   * The `root` column: the root span's attributes and resource, the resource by reference when
+   * it is large (every trace of a request shares it; inline, it was written once per trace).
+   */
+  private async rootColumn(project: string, root: TraceRoot): Promise<string> {
+    const resource = JSON.stringify(root.resource);
+    if (resource.length <= ROOT_RESOURCE_INLINE_MAX) return JSON.stringify(root);
+    const id = createHash('sha256').update(resource).digest('hex');
+    await this.insertResources([{ project, id, attributes: resource }]);
+    return JSON.stringify({ attributes: root.attributes, [RESOURCE_REF]: id });
+  }
+
+  private async rootOf(project: string, column: string): Promise<TraceRoot> {
+    const root = JSON.parse(column) as StoredRoot;
+    const ref = root[RESOURCE_REF];
+    if (ref === undefined) return root as TraceRoot;
+    const row = await this.db
+      .selectFrom('span_resources')
+      .select('attributes')
+      .where('project', '=', project)
+      .where('id', '=', ref)
+      .executeTakeFirst();
+    // Plain JSON: a root's bytes were made base64 text before it was stored.
+    return {
+      attributes: root.attributes,
+      resource: row === undefined ? {} : (JSON.parse(row.attributes) as Attributes),
+    };
   }
 
   async listVersions(

@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { authorize } from '../../auth/index.js';
-import { decodeOtlpJson, decodeOtlpProtobuf, type IngestService } from '../../ingest/index.js';
+import {
+  decodeOtlpJsonInSlices,
+  decodeOtlpProtobufInSlices,
+  type IngestService,
+  nextTurn,
+} from '../../ingest/index.js';
 import type { Turnstile, WriteAdmission } from '../admission.js';
 import { one, type Query } from '../context.js';
 import { decodedPayload, inTurn, otlpBodyParsers } from '../otlp-body.js';
@@ -43,13 +48,19 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       const asked = one(request.query as Query, 'project');
       const project = authorize(request.principal, 'traces.write', asked || undefined);
       const encoding = otlpEncodingOf(request.headers['content-type']);
-      const result = await inTurn(request, reply, deps.turns, () => {
+      const result = await inTurn(request, reply, deps.turns, async () => {
         const options = { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits };
         const body = request.body as Buffer | string;
+        // In slices: a body of megabytes must not hold health checks and other requests while it
+        // is read (but for JSON.parse, which cannot be cut).
         const decoded =
           encoding === 'protobuf'
-            ? decodeOtlpProtobuf(body as Buffer, options)
-            : decodeOtlpJson(typeof body === 'string' ? body : body.toString('utf8'), options);
+            ? await decodeOtlpProtobufInSlices(body as Buffer, options, nextTurn)
+            : await decodeOtlpJsonInSlices(
+                typeof body === 'string' ? body : body.toString('utf8'),
+                options,
+                nextTurn,
+              );
         return deps.ingest.ingest(
           { project, labels: { ...request.principal.labels }, source: '' },
           decoded,

@@ -399,6 +399,19 @@ describe('normalizeTrace: record fields', () => {
     expect(summary.labels).toEqual(record.labels);
   });
 
+  it('reads labels of resources shared by many spans as if read for each span', () => {
+    // The decoders give the spans of one resource one object; it is read once, and the root's
+    // resource still wins over the resource of an earlier span.
+    const a = { 'touchstone.label.team': 'a', 'touchstone.label.only': 'a' };
+    const b = { 'touchstone.label.team': 'b', 'touchstone.label.region': 'eu' };
+    const { record } = valid([
+      span('root', { start: 0, end: 100, resource: a }),
+      span('first', { parent: 'root', start: 1, end: 2, resource: b, attrs: chat() }),
+      span('second', { parent: 'root', start: 3, end: 4, resource: a, attrs: chat() }),
+    ]);
+    expect(record.labels).toEqual({ team: 'a', only: 'a', region: 'eu' });
+  });
+
   it('records service, root span, models, tools, conventions and the project in metadata', () => {
     const { record } = valid([
       span('agent', { start: 0, end: 100, attrs: { 'gen_ai.operation.name': 'invoke_agent' } }),

@@ -59,6 +59,23 @@ function byStart(nodes: readonly SpanNode[]): SpanNode[] {
 }
 
 /**
+ * Each distinct object once, in the order of its last occurrence: assigning their labels in this
+ * order gives what assigning them for every occurrence gives, and the spans of one resource share
+ * its object, so a large resource is read once, not once per span.
+ */
+function byLastUse<T>(list: readonly T[]): T[] {
+  const seen = new Set<T>();
+  const out: T[] = [];
+  for (let i = list.length - 1; i >= 0; i--) {
+    const item = list[i]!;
+    if (seen.has(item)) continue;
+    seen.add(item);
+    out.push(item);
+  }
+  return out.reverse();
+}
+
+/**
  * Labels from `touchstone.label.<key>`: resource attributes (also under the `mlflow.tag.` and
  * `mlflow.metadata.` prefixes a trace-store connector writes) are the defaults of the process;
  * span attributes and convention metadata override them, the earliest span first; the root
@@ -68,9 +85,9 @@ function labels(ordered: readonly SpanNode[], root: SpanNode | undefined): Recor
   const out: Record<string, string> = {};
   const resourceOrder = [...ordered].reverse();
   if (root) resourceOrder.push(root);
-  for (const n of resourceOrder) {
+  for (const resource of byLastUse(resourceOrder.map((n) => n.span.resource))) {
     for (const prefix of RESOURCE_LABEL_PREFIXES) {
-      Object.assign(out, labelsFrom(Object.entries(n.span.resource), prefix, decodeJsonEncoded));
+      Object.assign(out, labelsFrom(Object.entries(resource), prefix, decodeJsonEncoded));
     }
   }
   for (const n of [...ordered].reverse()) if (n !== root) Object.assign(out, n.reading.labels);

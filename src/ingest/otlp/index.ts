@@ -6,8 +6,8 @@
  */
 
 export { OtlpErrors } from './error-codes.js';
-export { decodeOtlpJson } from './json.js';
+export { decodeOtlpJson, decodeOtlpJsonInSlices } from './json.js';
 export { decodeOtlpLogsJson } from './logs-json.js';
 export { decodeOtlpLogsProtobuf } from './logs-protobuf.js';
-export { decodeOtlpProtobuf } from './protobuf.js';
+export { decodeOtlpProtobuf, decodeOtlpProtobufInSlices } from './protobuf.js';
 export { truncationMarker } from './truncate.js';

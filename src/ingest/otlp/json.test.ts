@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isTouchstoneError } from '../../core/index.js';
-import { decodeOtlpJson, decodeOtlpProtobuf } from './index.js';
+import { decodeOtlpJson, decodeOtlpJsonInSlices, decodeOtlpProtobuf } from './index.js';
 import {
   genAiSpans,
   overrideSpan,
@@ -114,6 +114,37 @@ describe('decodeOtlpJson', () => {
     expect(decodeOtlpJson(toJson(workload), OPTS)).toEqual(
       decodeOtlpProtobuf(toProtobuf(workload), OPTS),
     );
+  });
+
+  it('decodes in slices, pausing after parsing and between spans, to what it decodes at once', async () => {
+    const spans = Array.from({ length: 3500 }, (_, i) => ({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: (i + 1).toString(16).padStart(16, '0'),
+      name: 'n',
+      startTimeUnixNano: '1767225600000000000',
+      endTimeUnixNano: '1767225602400000000',
+    }));
+    const body = JSON.stringify({
+      resourceSpans: [
+        {
+          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] },
+          scopeSpans: [{ spans: spans.slice(0, 1500) }, { spans: spans.slice(1500) }],
+        },
+      ],
+    });
+    let pauses = 0;
+    const pause = async () => {
+      pauses++;
+    };
+    const sliced = await decodeOtlpJsonInSlices(body, OPTS, pause);
+    // After parsing, then after every 1000 spans.
+    expect(pauses).toBe(4);
+    expect(sliced).toEqual(decodeOtlpJson(body, OPTS));
+
+    const bad = body.replace('"name":"n"', '"name":7');
+    const error = await decodeOtlpJsonInSlices(bad, OPTS, pause).catch((err) => err);
+    expect(error.code).toBe('OTLP_DECODE_FAILED');
+    expect(error.message).toBe(failure(bad).message);
   });
 
   it('accepts snake_case keys, enum names, upper-case hex, base64 ids and numeric int64s', () => {

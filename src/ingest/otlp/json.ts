@@ -61,11 +61,41 @@ const STATUS_CODE_NAMES: Record<string, StatusCode> = {
  */
 export function decodeOtlpJson(text: string, options: DecodeOptions): DecodedSpans {
   const root = parseOtlpJson(text);
-  const decoder = new JsonDecoder(
-    normaliseLimit(options.maxAttributeBytes),
-    countLimitsOf(options),
-  );
-  walkOtlpJson(() => decoder.request(root), 'ExportTraceServiceRequest');
+  const decoder = newDecoder(options);
+  walkOtlpJson(() => {
+    for (const _slice of decoder.request(root));
+  }, REQUEST);
+  return resultOf(decoder);
+}
+
+/**
+ * `decodeOtlpJson`, awaiting `pause()` after parsing and each time SLICE_SPANS spans were read,
+ * so that a body of many megabytes holds the event loop only while `JSON.parse` runs (which
+ * cannot be cut).
+ */
+export async function decodeOtlpJsonInSlices(
+  text: string,
+  options: DecodeOptions,
+  pause: () => Promise<void>,
+): Promise<DecodedSpans> {
+  const root = parseOtlpJson(text);
+  await pause();
+  const decoder = newDecoder(options);
+  const slices = decoder.request(root);
+  while (!walkOtlpJson(() => slices.next().done === true, REQUEST)) await pause();
+  return resultOf(decoder);
+}
+
+const REQUEST = 'ExportTraceServiceRequest';
+
+/** Spans read between two pauses of `decodeOtlpJsonInSlices` (a few ms of work). */
+const SLICE_SPANS = 1000;
+
+function newDecoder(options: DecodeOptions): JsonDecoder {
+  return new JsonDecoder(normaliseLimit(options.maxAttributeBytes), countLimitsOf(options));
+}
+
+function resultOf(decoder: JsonDecoder): DecodedSpans {
   return {
     spans: decoder.spans,
     rejected: decoder.rejections.count,
@@ -94,9 +124,9 @@ export function parseOtlpJson(text: string): unknown {
 }
 
 /** Runs a decoder's walk of a parsed body; a shape problem becomes OTLP_DECODE_FAILED with its path. */
-export function walkOtlpJson(walk: () => void, message: string): void {
+export function walkOtlpJson<T>(walk: () => T, message: string): T {
   try {
-    walk();
+    return walk();
   } catch (err) {
     if (err instanceof ShapeError) {
       const path = err.path.reverse().join('.');
@@ -189,6 +219,8 @@ export function isZeroHex(hex: string): boolean {
 export class JsonDecoder {
   readonly spans: Span[] = [];
   readonly rejections = new Rejections();
+  /** Spans read since `request()` last yielded. */
+  private sliceSpans = 0;
 
   constructor(
     private readonly maxBytes: number,
@@ -199,7 +231,11 @@ export class JsonDecoder {
   // spellings are one case, and no lookup probes for absent keys. lowerCamelCase wins over
   // snake_case when a body has both.
 
-  request(root: unknown): void {
+  /**
+   * ExportTraceServiceRequest. Yields (nothing) after every SLICE_SPANS spans; run it to its end
+   * to decode the whole body.
+   */
+  *request(root: unknown): Generator<void, void, void> {
     if (!isObject(root)) throw new ShapeError('the body must be a JSON object');
     let list: unknown;
     for (const k in root) {
@@ -208,14 +244,14 @@ export class JsonDecoder {
     const items = arrayOrAbsent(nullToAbsent(list), 'resourceSpans');
     for (let i = 0; i < items.length; i++) {
       try {
-        this.resourceSpans(items[i]);
+        yield* this.resourceSpans(items[i]);
       } catch (err) {
         throw within(err, 'resourceSpans', i);
       }
     }
   }
 
-  private resourceSpans(v: unknown): void {
+  private *resourceSpans(v: unknown): Generator<void, void, void> {
     if (!isObject(v)) throw new ShapeError('must be an object');
     const resource: Attributes = {};
     let res: unknown;
@@ -235,14 +271,14 @@ export class JsonDecoder {
     const items = arrayOrAbsent(nullToAbsent(list), 'scopeSpans');
     for (let i = 0; i < items.length; i++) {
       try {
-        this.scopeSpans(items[i], resource);
+        yield* this.scopeSpans(items[i], resource);
       } catch (err) {
         throw within(err, 'scopeSpans', i);
       }
     }
   }
 
-  private scopeSpans(v: unknown, resource: Attributes): void {
+  private *scopeSpans(v: unknown, resource: Attributes): Generator<void, void, void> {
     if (!isObject(v)) throw new ShapeError('must be an object');
     const scope: InstrumentationScope = { name: '', version: '' };
     let sc: unknown;
@@ -265,6 +301,10 @@ export class JsonDecoder {
         this.span(items[i], resource, scope);
       } catch (err) {
         throw within(err, 'spans', i);
+      }
+      if (++this.sliceSpans === SLICE_SPANS) {
+        this.sliceSpans = 0;
+        yield;
       }
     }
   }

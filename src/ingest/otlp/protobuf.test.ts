@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isTouchstoneError, type Span } from '../../core/index.js';
-import { decodeOtlpJson, decodeOtlpProtobuf, truncationMarker } from './index.js';
+import {
+  decodeOtlpJson,
+  decodeOtlpProtobuf,
+  decodeOtlpProtobufInSlices,
+  truncationMarker,
+} from './index.js';
 import {
   genAiSpans,
   overrideSpan,
@@ -561,6 +566,33 @@ describe('decodeOtlpProtobuf on hand-built bodies', () => {
         decodeOtlpProtobuf(new Uint8Array([0x08 | 0x80, 0xff, 0xff]), OPTS),
       ),
     ).toMatch(/varint/);
+  });
+
+  it('decodes in slices, pausing between them, to what it decodes at once', async () => {
+    const text = 'The flight to Paris leaves at seven. '.repeat(100);
+    const body = request(
+      Array.from({ length: 1000 }, (_, i) =>
+        span({
+          spanId: hexBytes((i + 1).toString(16).padStart(16, '0')),
+          attributes: [keyValue('input.value', any.string(text))],
+        }),
+      ),
+      [keyValue('service.name', any.string('svc'))],
+    );
+    let pauses = 0;
+    const pause = async () => {
+      pauses++;
+    };
+    const sliced = await decodeOtlpProtobufInSlices(body, OPTS, pause);
+    // 3.7 MB of spans, a pause every 256 KiB.
+    expect(pauses).toBeGreaterThanOrEqual(12);
+    expect(sliced).toEqual(decodeOtlpProtobuf(body, OPTS));
+    expect(sliced.spans[999]!.resource).toBe(sliced.spans[0]!.resource);
+
+    const cut = body.subarray(0, body.length - 10);
+    const failure = await decodeOtlpProtobufInSlices(cut, OPTS, pause).catch((err) => err);
+    expect(failure.code).toBe('OTLP_DECODE_FAILED');
+    expect(failure.message).toBe(expectDecodeFailure(() => decodeOtlpProtobuf(cut, OPTS)));
   });
 
   it('limits AnyValue nesting depth', () => {

@@ -67,13 +67,43 @@ const hexSlice: Slicer =
  * by one (`rejected`, `rejectReasons`); a body that cannot be decoded throws OTLP_DECODE_FAILED.
  */
 export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): DecodedSpans {
-  const decoder = new ProtobufDecoder(
+  const decoder = newDecoder(body, options);
+  failuresAsErrors(() => {
+    for (const _slice of decoder.request());
+  });
+  return resultOf(decoder);
+}
+
+/**
+ * `decodeOtlpProtobuf`, awaiting `pause()` each time about SLICE_BYTES of spans were read: a body
+ * of many megabytes then does not hold the event loop while it is decoded.
+ */
+export async function decodeOtlpProtobufInSlices(
+  body: Uint8Array,
+  options: DecodeOptions,
+  pause: () => Promise<void>,
+): Promise<DecodedSpans> {
+  const decoder = newDecoder(body, options);
+  const slices = decoder.request();
+  while (!failuresAsErrors(() => slices.next().done === true)) await pause();
+  return resultOf(decoder);
+}
+
+/** Bytes of spans read between two pauses of `decodeOtlpProtobufInSlices` (a few ms of work). */
+const SLICE_BYTES = 256 * 1024;
+
+function newDecoder(body: Uint8Array, options: DecodeOptions): ProtobufDecoder {
+  return new ProtobufDecoder(
     body,
     normaliseLimit(options.maxAttributeBytes),
     countLimitsOf(options),
   );
+}
+
+/** Runs part of a decode; a malformed body becomes OTLP_DECODE_FAILED naming the offset. */
+function failuresAsErrors<T>(run: () => T): T {
   try {
-    decoder.request();
+    return run();
   } catch (err) {
     if (err instanceof DecodeFailure) {
       throw OtlpErrors.OTLP_DECODE_FAILED(
@@ -83,6 +113,9 @@ export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): De
     }
     throw err;
   }
+}
+
+function resultOf(decoder: ProtobufDecoder): DecodedSpans {
   return {
     spans: decoder.spans,
     rejected: decoder.rejections.count,
@@ -94,6 +127,8 @@ export function decodeOtlpProtobuf(body: Uint8Array, options: DecodeOptions): De
 export class ProtobufDecoder {
   readonly spans: Span[] = [];
   readonly rejections = new Rejections();
+  /** Where the slice of `request()` being read began. */
+  private sliceStart = 0;
   protected readonly reader: BinaryReader;
   /** The same memory as the body, for native UTF-8 and hex slicing. */
   private readonly text: Buffer;
@@ -307,15 +342,18 @@ export class ProtobufDecoder {
 
   // ---- messages ----------------------------------------------------------------------------
 
-  /** ExportTraceServiceRequest: 1 resource_spans. */
-  request(): void {
+  /**
+   * ExportTraceServiceRequest: 1 resource_spans. Yields (nothing) each time about SLICE_BYTES of
+   * spans were read since the last yield; run it to its end to decode the whole body.
+   */
+  *request(): Generator<void, void, void> {
     const r = this.reader;
     while (r.pos < this.len) {
       const start = r.pos;
       const tag = this.tag();
       if (tag === ((1 << 3) | WireType.LengthDelimited)) {
         const end = this.delimited();
-        this.resourceSpans(end);
+        yield* this.resourceSpans(end);
         this.close(end);
       } else if (tag >>> 3 === 1) {
         throw this.wrongType(start);
@@ -324,7 +362,7 @@ export class ProtobufDecoder {
   }
 
   /** ResourceSpans: 1 resource, 2 scope_spans, 3 schema_url. */
-  private resourceSpans(end: number): void {
+  private *resourceSpans(end: number): Generator<void, void, void> {
     // Filled in place, so spans share it even when the resource comes after them on the wire.
     const resource: Attributes = {};
     const r = this.reader;
@@ -340,7 +378,7 @@ export class ProtobufDecoder {
         }
         case (2 << 3) | WireType.LengthDelimited: {
           const e = this.delimited();
-          this.scopeSpans(e, resource);
+          yield* this.scopeSpans(e, resource);
           this.close(e);
           break;
         }
@@ -364,10 +402,14 @@ export class ProtobufDecoder {
   }
 
   /** ScopeSpans: 1 scope, 2 spans, 3 schema_url. */
-  private scopeSpans(end: number, resource: Attributes): void {
+  private *scopeSpans(end: number, resource: Attributes): Generator<void, void, void> {
     const scope: InstrumentationScope = { name: '', version: '' };
     const r = this.reader;
     while (r.pos < end) {
+      if (r.pos - this.sliceStart >= SLICE_BYTES) {
+        yield;
+        this.sliceStart = r.pos;
+      }
       const start = r.pos;
       const tag = this.tag();
       switch (tag) {

@@ -9,6 +9,7 @@ import { idempotency } from './0007-idempotency.js';
 import { sourceStoreIds } from './0008-source-store-ids.js';
 import { writeBackDeadLetters } from './0009-write-back-dead-letters.js';
 import { readViews } from './0010-read-views.js';
+import { spanResources } from './0011-span-resources.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -25,4 +26,5 @@ export const MIGRATIONS: readonly Migration[] = [
   sourceStoreIds,
   writeBackDeadLetters,
   readViews,
+  spanResources,
 ];
