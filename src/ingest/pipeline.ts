@@ -11,6 +11,7 @@ import type {
   CompletionRules,
   NewWorkItem,
   PendingTrace,
+  SourceTrace,
   SpanBatch,
   Store,
 } from '../store/index.js';
@@ -179,6 +180,12 @@ export interface PulledTrace {
   labels: Record<string, string>;
   /** Every span of the trace as the store holds it (not yet redacted). */
   spans: Span[];
+  /**
+   * The trace's row in the source's index (its store id and version), saved in the transaction
+   * that stores the trace: whoever scores the trace next (another turn of this event loop, or
+   * another replica) finds the store id to write its scores back to.
+   */
+  index?: SourceTrace;
 }
 
 /**
@@ -229,6 +236,7 @@ export class PulledTraceWriter {
         { pause: nextTurn },
       );
       const result = await tx.traces.complete(pending, normalized, digest, now);
+      if (trace.index !== undefined) await tx.sources.saveTraces([trace.index]);
       const queue =
         result.changed &&
         (await tx.policies.projectsWithPolicies([trace.project])).has(trace.project);

@@ -281,6 +281,40 @@ describe.each(storeVariants())('source manager on $name', (variant) => {
     expect(view.status).toMatchObject({ phase: 'tailing', pulled: 7, deferred: 0, lagSeconds: 0 });
   });
 
+  it('keeps the store id of a pulled trace in the transaction that queues it for scoring', async () => {
+    // The engine may score a trace as soon as its work item commits, before the page ends; its
+    // scores are written back only if the trace's store id is known by then.
+    const first = fake.add(1, T0 - 10 * MIN);
+    fake.add(2, T0 - 9 * MIN);
+    await applyPolicy();
+    await applySource();
+    const known: (string | undefined)[] = [];
+    const pulled = new PulledTraceWriter({
+      store: app.store,
+      redactor: compileRedaction(loadConfig({}).traces.redaction),
+      clock,
+      normalize: normalizeStoredTrace,
+    });
+    const watching = new SourceManager({
+      store: app.store,
+      clock,
+      connector: () => fake,
+      write: async (t, adjust) => {
+        const changed = await pulled.write(t, adjust);
+        known.push(await app.store.sources.storeIdOf('default', 'prod-mlflow', t.traceId));
+        return changed;
+      },
+      options: { pageSize: 3, maxRecordsPerSecond: 1_000_000 },
+      sleep: async () => undefined,
+    });
+    try {
+      await watching.tick();
+    } finally {
+      await watching.shutdown();
+    }
+    expect(known).toEqual([first.storeId, expect.stringMatching(/^tr-/)]);
+  });
+
   it("finds a pulled trace, and its scores, by the store's own id as well as by its trace id", async () => {
     const mlflow = fake.add(1, T0 - 10 * MIN);
     // A store id that is no OpenTelemetry trace id (a Langfuse UUID): the trace id is derived.

@@ -267,11 +267,11 @@ export class SourceManager {
               source: record.name,
               labels: spec.traceLabels,
               spans: withResource(got.spans, h.resource),
+              index: { ...base, version: headerVersion(h) },
             },
             adjust,
           );
           handled++;
-          saves.push({ ...base, version: headerVersion(h) });
         }
         if (saves.length > 0) await store.sources.saveTraces(saves);
         if (handled > 0) this.deps.observer?.onPulled(project, record.name, fetchList.length);
