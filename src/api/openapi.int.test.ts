@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestApp, testApp } from '../../test/support/app.js';
+import { OPERATIONS, openApiDocument } from './openapi.js';
+
+/**
+ * Registered routes the document leaves out on purpose: the web UI's files (not an API) and the
+ * Connect/gRPC services, which their .proto files describe (proto/).
+ */
+const NOT_REST = new Set([
+  'GET /ui',
+  'GET /ui/*',
+  'POST /touchstone.v1alpha1.DatasetService/UploadDataset',
+  'POST /touchstone.v1alpha1.DatasetService/ImportDataset',
+  'POST /touchstone.v1alpha1.RunService/DeleteRun',
+]);
+
+/**
+ * Every `METHOD /path` the server registers, read from Fastify's route tree (HEAD, which Fastify
+ * adds to each GET, left out), in OpenAPI's path form.
+ */
+function registeredRoutes(tree: string): string[] {
+  const prefixes: string[] = [];
+  const routes: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^([│ ]*)[├└]── (\S+)(?: \(([A-Z, ]+)\))?$/u.exec(line);
+    if (m === null) continue;
+    const depth = (m[1] as string).length / 4;
+    const parent = prefixes[depth - 1] ?? '';
+    // The tree prints a wildcard child without the slash before it.
+    const segment = m[2] === '*' && !parent.endsWith('/') ? '/*' : (m[2] as string);
+    const path = parent + segment;
+    prefixes[depth] = path;
+    prefixes.length = depth + 1;
+    // `/:name(^[^/]+)::verb` → `/{name}:verb` (`::` is find-my-way's escaped colon).
+    const openApiPath = path.replace(/\/:(\w+)(\([^)]*\))?/g, '/{$1}').replaceAll('::', ':');
+    for (const method of (m[3] ?? '').split(', ').filter((x) => x !== '' && x !== 'HEAD')) {
+      routes.push(`${method} ${openApiPath}`);
+    }
+  }
+  return routes;
+}
+
+describe('OpenAPI document and the live server', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await testApp();
+    await t.app.server.ready();
+  });
+  afterAll(() => t.close());
+
+  it('describes every registered REST route, and only those', () => {
+    const registered = registeredRoutes(t.app.server.printRoutes({ commonPrefix: false }));
+    // The Connect services answer every method; one per service path stands for them.
+    const rest = registered.filter(
+      (r) => !NOT_REST.has(r) && !/^[A-Z]+ \/touchstone\.v1alpha1\./.test(r),
+    );
+    expect(registered).toEqual(expect.arrayContaining([...NOT_REST]));
+    const documented = OPERATIONS.map((op) => `${op.method.toUpperCase()} ${op.path}`);
+    expect(rest.sort()).toEqual(documented.sort());
+  });
+
+  it('serves the document at GET /v1alpha1/openapi.json', async () => {
+    const res = await t.app.server.inject({ url: '/v1alpha1/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.json()).toEqual(openApiDocument());
+  });
+});

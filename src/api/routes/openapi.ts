@@ -1,0 +1,11 @@
+import type { FastifyInstance } from 'fastify';
+import { OPENAPI_PATH, openApiDocument } from '../openapi.js';
+
+/**
+ * `GET /v1alpha1/openapi.json`: the OpenAPI 3.1 document of the REST API. Public like the web
+ * UI's files: it describes the API and holds no data (docs/openapi.json is the same text).
+ */
+export async function openApiRoutes(app: FastifyInstance): Promise<void> {
+  const body = JSON.stringify(openApiDocument());
+  app.get(OPENAPI_PATH, async (_request, reply) => reply.type('application/json').send(body));
+}
