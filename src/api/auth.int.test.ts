@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
@@ -11,7 +12,7 @@ import {
   ROLES,
   type Role,
 } from '../auth/index.js';
-import { OPERATIONS } from './openapi.js';
+import { OPERATIONS, openApiDocument } from './openapi.js';
 
 type Call = { method: 'GET' | 'POST' | 'DELETE'; url: string; body?: unknown };
 
@@ -302,6 +303,22 @@ describe('API keys and roles (auth section present)', () => {
       const holders = ROLES.filter((r) => ROLE_PERMISSIONS[r].has(needed));
       expect(holders, entry.name).toEqual(entry.allowed);
     }
+  });
+
+  it('the bodies sent here, which the server accepts, match the documented request bodies', () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    ajv.addSchema({ components: (openApiDocument() as { components: object }).components }, 'doc');
+    let checked = 0;
+    for (const entry of MATRIX) {
+      const names = operationOf(entry.call)?.body;
+      if (names === undefined || entry.call.body === undefined) continue;
+      const validate = ajv.compile({
+        anyOf: names.map((n) => ({ $ref: `doc#/components/schemas/${n}` })),
+      });
+      expect(validate(entry.call.body), entry.name).toBe(true);
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(10);
   });
 
   for (const entry of MATRIX) {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
+import { idempotentRoutes } from './idempotency.js';
 import { OPERATIONS, openApiDocument } from './openapi.js';
 
 /**
@@ -13,6 +14,10 @@ const NOT_REST = new Set([
   'POST /touchstone.v1alpha1.DatasetService/ImportDataset',
   'POST /touchstone.v1alpha1.RunService/DeleteRun',
 ]);
+
+/** `/:name(^[^/]+)::verb` → `/{name}:verb` (`::` is find-my-way's escaped colon). */
+const openApiPath = (route: string) =>
+  route.replace(/\/:(\w+)(\([^)]*\))?/g, '/{$1}').replaceAll('::', ':');
 
 /**
  * Every `METHOD /path` the server registers, read from Fastify's route tree (HEAD, which Fastify
@@ -31,10 +36,8 @@ function registeredRoutes(tree: string): string[] {
     const path = parent + segment;
     prefixes[depth] = path;
     prefixes.length = depth + 1;
-    // `/:name(^[^/]+)::verb` → `/{name}:verb` (`::` is find-my-way's escaped colon).
-    const openApiPath = path.replace(/\/:(\w+)(\([^)]*\))?/g, '/{$1}').replaceAll('::', ':');
     for (const method of (m[3] ?? '').split(', ').filter((x) => x !== '' && x !== 'HEAD')) {
-      routes.push(`${method} ${openApiPath}`);
+      routes.push(`${method} ${openApiPath(path)}`);
     }
   }
   return routes;
@@ -57,6 +60,14 @@ describe('OpenAPI document and the live server', () => {
     expect(registered).toEqual(expect.arrayContaining([...NOT_REST]));
     const documented = OPERATIONS.map((op) => `${op.method.toUpperCase()} ${op.path}`);
     expect(rest.sort()).toEqual(documented.sort());
+  });
+
+  it('lists Idempotency-Key on exactly the routes that honour it', () => {
+    const marked = idempotentRoutes(t.app.server).map((r) => `${r.method} ${openApiPath(r.url)}`);
+    const documented = OPERATIONS.filter((op) => op.idempotent).map(
+      (op) => `${op.method.toUpperCase()} ${op.path}`,
+    );
+    expect(documented.sort()).toEqual(marked.sort());
   });
 
   it('serves the document at GET /v1alpha1/openapi.json', async () => {

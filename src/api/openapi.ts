@@ -111,7 +111,8 @@ function resource(
   kind: string,
   access: { read: Permission; write: Permission },
   body: string[],
-  idempotent: boolean,
+  /** Whether delete, too, honours Idempotency-Key (apply always does). */
+  idempotentDelete: boolean,
 ): Operation[] {
   const item = `/v1alpha1/${plural}/{name}`;
   const named = { tag, params: [project] };
@@ -125,7 +126,7 @@ function resource(
       access: access.write,
       query: ApplyQuerySchema,
       body,
-      ...(idempotent ? { idempotent: true as const } : {}),
+      idempotent: true,
       response: `The ${kind.toLowerCase()} as stored.`,
     },
     {
@@ -154,6 +155,7 @@ function resource(
       ...named,
       summary: `Delete a ${kind.toLowerCase()}.`,
       access: access.write,
+      ...(idempotentDelete ? { idempotent: true as const } : {}),
       response: `The deleted ${kind.toLowerCase()}.`,
     },
   ];
@@ -384,7 +386,7 @@ export const OPERATIONS: readonly Operation[] = [
     'Policy',
     { read: 'policies.read', write: 'policies.write' },
     ['PolicyResource'],
-    true,
+    false,
   ),
   verb(
     'policies',
@@ -400,7 +402,7 @@ export const OPERATIONS: readonly Operation[] = [
     'Source',
     { read: 'sources.read', write: 'sources.write' },
     ['SourceResource'],
-    true,
+    false,
   ),
   verb(
     'sources',
