@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { idempotentRoutes } from './idempotency.js';
@@ -68,6 +69,45 @@ describe('OpenAPI document and the live server', () => {
       (op) => `${op.method.toUpperCase()} ${op.path}`,
     );
     expect(documented.sort()).toEqual(marked.sort());
+  });
+
+  it("answers match the document's response schemas (the resource envelope, the error body)", async () => {
+    type JsonContent = { content: { 'application/json': { schema: object } } };
+    type Responses = { responses: Record<string, JsonContent> };
+    const doc = openApiDocument() as {
+      paths: Record<string, Record<string, Responses>>;
+      components: object;
+    };
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    ajv.addSchema({ components: doc.components }, 'doc');
+    const matches = (path: string, method: string, status: string, body: unknown) => {
+      const operation = doc.paths[path]?.[method] as Responses;
+      const { schema } = (operation.responses[status] as JsonContent).content['application/json'];
+      // Refs inside the operation point into the document registered as `doc`.
+      const validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/', '"doc#/')));
+      return validate(body) || validate.errors;
+    };
+    const policy = {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'described' },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+    };
+    const applied = await t.app.server.inject({
+      method: 'POST',
+      url: '/v1alpha1/policies',
+      payload: policy,
+    });
+    expect(applied.statusCode).toBe(200);
+    expect(matches('/v1alpha1/policies', 'post', '200', applied.json())).toBe(true);
+    const got = await t.app.server.inject({ url: '/v1alpha1/policies/described' });
+    expect(matches('/v1alpha1/policies/{name}', 'get', '200', got.json())).toBe(true);
+    const missing = await t.app.server.inject({ url: '/v1alpha1/policies/absent' });
+    expect(missing.statusCode).toBe(404);
+    expect(matches('/v1alpha1/policies/{name}', 'get', 'default', missing.json())).toBe(true);
+    // And a wrong answer would be caught: the envelope needs its apiVersion.
+    const { apiVersion: _, ...bare } = got.json();
+    expect(matches('/v1alpha1/policies/{name}', 'get', '200', bare)).not.toBe(true);
   });
 
   it('serves the document at GET /v1alpha1/openapi.json', async () => {

@@ -58,6 +58,8 @@ export interface Operation {
   rawBody?: Record<string, JsonSchema>;
   idempotent?: true;
   response: string;
+  /** Component name of the JSON answer's schema; a loose object when absent. */
+  answer?: string;
   /** Media types of the 200 answer; JSON when absent. */
   responseMedia?: Record<string, JsonSchema>;
 }
@@ -105,21 +107,25 @@ const otlpBody = {
   'application/json': { type: 'object' },
 };
 
-function resource(
-  tag: string,
-  plural: string,
-  kind: string,
-  access: { read: Permission; write: Permission },
-  body: string[],
+interface ResourceOptions {
+  access: { read: Permission; write: Permission };
+  body: string[];
   /** Whether delete, too, honours Idempotency-Key (apply always does). */
-  idempotentDelete: boolean,
-): Operation[] {
-  const item = `/v1alpha1/${plural}/{name}`;
+  idempotentDelete: boolean;
+  /** Whether answers are the declarative resource (policies, sources). */
+  envelope: boolean;
+}
+
+/** Apply, list, get and delete of a resource in the REST convention of DESIGN §5. */
+function resource(tag: string, kind: string, options: ResourceOptions): Operation[] {
+  const { access, body, idempotentDelete } = options;
+  const item = `/v1alpha1/${tag}/{name}`;
   const named = { tag, params: [project] };
+  const answer = options.envelope ? { answer: 'ResourceEnvelope' } : {};
   return [
     {
       method: 'post',
-      path: `/v1alpha1/${plural}`,
+      path: `/v1alpha1/${tag}`,
       operationId: `apply${kind}`,
       tag,
       summary: `Create or replace a ${kind.toLowerCase()} by name (\`validate_only=true\` checks it without storing).`,
@@ -128,16 +134,17 @@ function resource(
       body,
       idempotent: true,
       response: `The ${kind.toLowerCase()} as stored.`,
+      ...answer,
     },
     {
       method: 'get',
-      path: `/v1alpha1/${plural}`,
+      path: `/v1alpha1/${tag}`,
       operationId: `list${kind}s`,
       tag,
-      summary: `List a project's ${plural}, paged.`,
+      summary: `List a project's ${tag}, paged.`,
       access: access.read,
       query: PageQuerySchema,
-      response: `\`{"${plural}": [...], "next_page_token"?}\`.`,
+      response: `\`{"${tag}": [...], "next_page_token"?}\`.`,
     },
     {
       method: 'get',
@@ -147,6 +154,7 @@ function resource(
       summary: `Get one ${kind.toLowerCase()}.`,
       access: access.read,
       response: `The ${kind.toLowerCase()}.`,
+      ...answer,
     },
     {
       method: 'delete',
@@ -157,30 +165,24 @@ function resource(
       access: access.write,
       ...(idempotentDelete ? { idempotent: true as const } : {}),
       response: `The deleted ${kind.toLowerCase()}.`,
+      ...answer,
     },
   ];
 }
 
+/** A custom verb, `POST /v1alpha1/<plural>/{name}:<verb>`, on a resource of a project. */
 function verb(
-  tag: string,
   path: string,
   operationId: string,
   summary: string,
   access: Permission,
-  body?: string,
+  answer: Pick<Operation, 'response' | 'answer' | 'body'>,
 ): Operation {
-  return {
-    method: 'post',
-    path,
-    operationId,
-    tag,
-    summary,
-    access,
-    params: [project],
-    ...(body === undefined ? {} : { body: [body] }),
-    response: 'The resource after the action.',
-  };
+  const tag = path.split('/')[2] as string;
+  return { method: 'post', path, operationId, tag, summary, access, params: [project], ...answer };
 }
+
+const sourceAfter = { response: 'The source after the action.', answer: 'ResourceEnvelope' };
 
 /** Every REST operation the server registers (a test compares this with the live routes). */
 export const OPERATIONS: readonly Operation[] = [
@@ -380,66 +382,60 @@ export const OPERATIONS: readonly Operation[] = [
     params: [labels],
     response: 'The series of each policy metric.',
   },
-  ...resource(
-    'policies',
-    'policies',
-    'Policy',
-    { read: 'policies.read', write: 'policies.write' },
-    ['PolicyResource'],
-    false,
-  ),
+  ...resource('policies', 'Policy', {
+    access: { read: 'policies.read', write: 'policies.write' },
+    body: ['PolicyResource'],
+    idempotentDelete: false,
+    envelope: true,
+  }),
   verb(
-    'policies',
     '/v1alpha1/policies/{name}:rescore',
     'rescorePolicy',
     'Score again the traces completed since a time.',
     'policies.write',
-    'RescoreRequest',
+    { body: ['RescoreRequest'], response: '`{"policy", "since", "queued"}`.' },
   ),
-  ...resource(
-    'sources',
-    'sources',
-    'Source',
-    { read: 'sources.read', write: 'sources.write' },
-    ['SourceResource'],
-    false,
-  ),
+  ...resource('sources', 'Source', {
+    access: { read: 'sources.read', write: 'sources.write' },
+    body: ['SourceResource'],
+    idempotentDelete: false,
+    envelope: true,
+  }),
   verb(
-    'sources',
     '/v1alpha1/sources/{name}:pause',
     'pauseSource',
     'Stop polling.',
     'sources.write',
+    sourceAfter,
   ),
   verb(
-    'sources',
     '/v1alpha1/sources/{name}:resume',
     'resumeSource',
     'Poll again.',
     'sources.write',
+    sourceAfter,
   ),
   verb(
-    'sources',
     '/v1alpha1/sources/{name}:backfill',
     'backfillSource',
     'Pull the traces since a time again.',
     'sources.write',
-    'BackfillRequest',
+    { ...sourceAfter, body: ['BackfillRequest'] },
   ),
-  ...resource(
-    'webhooks',
-    'webhooks',
-    'Webhook',
-    { read: 'webhooks.read', write: 'webhooks.write' },
-    ['Webhook', 'WebhookResource'],
-    true,
-  ),
+  ...resource('webhooks', 'Webhook', {
+    access: { read: 'webhooks.read', write: 'webhooks.write' },
+    body: ['Webhook', 'WebhookResource'],
+    idempotentDelete: true,
+    envelope: false,
+  }),
   verb(
-    'webhooks',
     '/v1alpha1/webhooks/{name}:test',
     'testWebhook',
     'Queue a `ping` delivery.',
     'webhooks.write',
+    {
+      response: 'The queued delivery.',
+    },
   ),
   {
     method: 'get',
@@ -493,7 +489,9 @@ export const OPERATIONS: readonly Operation[] = [
     query: PageQuerySchema,
     response: '`{"results": [...], "next_page_token"?}`.',
   },
-  verb('runs', '/v1alpha1/runs/{id}:cancel', 'cancelRun', 'Cancel a run.', 'runs.create'),
+  verb('/v1alpha1/runs/{id}:cancel', 'cancelRun', 'Cancel a run.', 'runs.create', {
+    response: 'The run.',
+  }),
   {
     method: 'delete',
     path: '/v1alpha1/runs/{id}',
@@ -598,6 +596,9 @@ function requestBodyOf(op: Operation): JsonSchema | undefined {
   };
 }
 
+const answerSchema = (op: Operation): JsonSchema =>
+  op.answer === undefined ? { type: 'object' } : { $ref: `#/components/schemas/${op.answer}` };
+
 const error = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -624,7 +625,7 @@ function operationObject(op: Operation): JsonSchema {
       '200': {
         description: op.response,
         content: Object.fromEntries(
-          Object.entries(op.responseMedia ?? { 'application/json': { type: 'object' } }).map(
+          Object.entries(op.responseMedia ?? { 'application/json': answerSchema(op) }).map(
             ([media, schema]) => [media, { schema }],
           ),
         ),
@@ -681,6 +682,9 @@ const EnvelopeSchema = toSchema(
     metadata: z.object({
       name: ResourceNameSchema,
       labels: z.record(z.string(), z.string()).optional(),
+      generation: z.number().int().optional(),
+      createdAt: z.string().optional(),
+      updatedAt: z.string().optional(),
     }),
     spec: z.record(z.string(), z.unknown()),
     status: z.record(z.string(), z.unknown()).optional(),
