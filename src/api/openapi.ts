@@ -22,8 +22,9 @@ import { ApplyQuerySchema, PageQuerySchema } from './validate.js';
 
 /**
  * The OpenAPI 3.1 description of the REST API, built from the zod schemas the handlers parse
- * with (never copies of them), so a client generated from it accepts what the server accepts.
- * Responses are described in words and typed loosely: the services build them as plain objects.
+ * with (never copies of them), so a client generated from it sends what the server accepts.
+ * Answers other than the resource envelope are described in words and typed loosely: the
+ * services build them as plain objects, without a schema to publish.
  */
 
 export const OPENAPI_PATH = '/v1alpha1/openapi.json';
@@ -62,6 +63,8 @@ export interface Operation {
   answer?: string;
   /** Media types of the 200 answer; JSON when absent. */
   responseMedia?: Record<string, JsonSchema>;
+  /** OTLP/HTTP: errors are a google.rpc.Status in the request's encoding, not our error body. */
+  otlp?: true;
 }
 
 /**
@@ -294,6 +297,7 @@ export const OPERATIONS: readonly Operation[] = [
     rawBody: otlpBody,
     response: 'An OTLP ExportTraceServiceResponse in the request encoding.',
     responseMedia: otlpBody,
+    otlp: true,
   },
   {
     method: 'post',
@@ -306,6 +310,7 @@ export const OPERATIONS: readonly Operation[] = [
     rawBody: otlpBody,
     response: 'An OTLP ExportLogsServiceResponse in the request encoding.',
     responseMedia: otlpBody,
+    otlp: true,
   },
   {
     method: 'get',
@@ -579,13 +584,14 @@ function parametersOf(op: Operation): JsonSchema[] {
   return [...path, ...query, ...idempotency];
 }
 
+const media = (byType: Record<string, JsonSchema>) =>
+  Object.fromEntries(Object.entries(byType).map(([type, schema]) => [type, { schema }]));
+
 function requestBodyOf(op: Operation): JsonSchema | undefined {
   if (op.rawBody !== undefined) {
     return {
       required: true,
-      content: Object.fromEntries(
-        Object.entries(op.rawBody).map(([media, schema]) => [media, { schema }]),
-      ),
+      content: media(op.rawBody),
     };
   }
   if (op.body === undefined) return undefined;
@@ -599,10 +605,16 @@ function requestBodyOf(op: Operation): JsonSchema | undefined {
 const answerSchema = (op: Operation): JsonSchema =>
   op.answer === undefined ? { type: 'object' } : { $ref: `#/components/schemas/${op.answer}` };
 
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-});
+const errorAnswer = (op: Operation) =>
+  op.otlp
+    ? {
+        description: 'An error: a google.rpc.Status in the request encoding (OTLP/HTTP).',
+        content: media(otlpBody),
+      }
+    : {
+        description: 'An error: `code` is stable, `kind` decides the HTTP status.',
+        content: media({ 'application/json': { $ref: '#/components/schemas/Error' } }),
+      };
 
 function operationObject(op: Operation): JsonSchema {
   const body = requestBodyOf(op);
@@ -624,13 +636,9 @@ function operationObject(op: Operation): JsonSchema {
     responses: {
       '200': {
         description: op.response,
-        content: Object.fromEntries(
-          Object.entries(op.responseMedia ?? { 'application/json': answerSchema(op) }).map(
-            ([media, schema]) => [media, { schema }],
-          ),
-        ),
+        content: media(op.responseMedia ?? { 'application/json': answerSchema(op) }),
       },
-      default: error('An error: `code` is stable, `kind` decides the HTTP status.'),
+      default: errorAnswer(op),
     },
   };
 }

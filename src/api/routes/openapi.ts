@@ -3,7 +3,7 @@ import { OPENAPI_PATH, openApiDocument } from '../openapi.js';
 
 /**
  * `GET /v1alpha1/openapi.json`: the OpenAPI 3.1 document of the REST API. Public like the web
- * UI's files: it describes the API and holds no data (docs/openapi.json is the same text).
+ * UI's files: it describes the API and holds no data (docs/openapi.json is the same document).
  */
 export async function openApiRoutes(app: FastifyInstance): Promise<void> {
   const body = JSON.stringify(openApiDocument());
