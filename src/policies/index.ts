@@ -41,6 +41,7 @@ export {
   compilePolicy,
   KIND,
   type ParsedPolicy,
+  PolicyResourceSchema,
   PolicySpecSchema,
   PROJECT_LABEL,
   parsePolicy,

@@ -81,7 +81,7 @@ export const PolicySpecSchema = z.strictObject({
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
-const PolicyResourceSchema = z.strictObject({
+export const PolicyResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
   metadata: z.strictObject({
