@@ -1,5 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  type EvaluationResult,
+  type FailureReason,
+  type TraceFacts,
+  traceFacts,
+} from '../cel/index.js';
+import {
   BackgroundLoop,
   type Clock,
   type EvalRecord,
@@ -22,7 +28,6 @@ import type {
   WorkItem,
 } from '../store/index.js';
 import type { WebhookEvent } from '../webhooks/index.js';
-import { type EvaluationResult, type FailureReason, type TraceFacts, traceFacts } from './cel.js';
 import { type CompiledPolicy, type CompiledStage, compilePolicy, parsePolicy } from './resource.js';
 
 /** Counters and histograms the engine reports (the HTTP edge turns them into Prometheus metrics). */

@@ -21,7 +21,7 @@ import {
   type OverrideInputs,
   type TraceFacts,
   traceFacts,
-} from './cel.js';
+} from './compile.js';
 
 const SECRET = '(sk-live-SECRET-1234';
 

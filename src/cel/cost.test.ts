@@ -6,8 +6,8 @@ import {
   type EvaluationResult,
   type OverrideInputs,
   type TraceFacts,
-} from './cel.js';
-import { MAX_EVALUATION_COST } from './cel-cost.js';
+} from './compile.js';
+import { MAX_EVALUATION_COST } from './cost.js';
 
 /**
  * The cost budget of an evaluation and the estimate an apply refuses with. "Well under 100 ms of

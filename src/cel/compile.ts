@@ -31,9 +31,14 @@ import { strings } from '@bufbuild/cel/ext';
 import { toJson } from '@bufbuild/protobuf';
 import { isReflectMessage } from '@bufbuild/protobuf/reflect';
 import RE2 from 're2';
-import type { AttributeValue, ErrorDetail, EvalRecord, TraceRoot } from '../core/index.js';
+import type {
+  AttributeValue,
+  ErrorDetail,
+  EvalRecord,
+  TraceRoot,
+  TraceSummary,
+} from '../core/index.js';
 import { isTouchstoneError } from '../core/index.js';
-import type { StoredTrace } from '../store/index.js';
 import {
   BOUNDED_FUNCS,
   charge,
@@ -43,9 +48,9 @@ import {
   meteredEnv,
   meterMacros,
   OVER_BUDGET,
-} from './cel-cost.js';
-import { ASSUMED, estimateCost } from './cel-estimate.js';
-import { PolicyErrors } from './error-codes.js';
+} from './cost.js';
+import { CelErrors } from './error-codes.js';
+import { ASSUMED, estimateCost } from './estimate.js';
 
 /** Longest expression accepted, in UTF-16 code units. */
 export const MAX_EXPRESSION_LENGTH = 4096;
@@ -84,9 +89,9 @@ export interface TraceFacts {
 
 /** What `traceFacts` reads from a stored trace. */
 export type TraceFactsSummary = Pick<
-  StoredTrace,
-  'service' | 'name' | 'durationMs' | 'error' | 'steps' | 'labels' | 'project' | 'source'
->;
+  TraceSummary,
+  'service' | 'name' | 'durationMs' | 'error' | 'steps' | 'labels'
+> & { readonly project: string; readonly source: string };
 
 export function traceFacts(
   trace: TraceFactsSummary,
@@ -778,7 +783,7 @@ function unexpectedToken(message: string): string {
 
 function invalid(path: string, messages: string[]): never {
   const details: ErrorDetail[] = messages.map((message) => ({ path, message }));
-  throw PolicyErrors.POLICY_CEL_INVALID(`${path}: ${messages[0]}`, { details });
+  throw CelErrors.POLICY_CEL_INVALID(`${path}: ${messages[0]}`, { details });
 }
 
 export interface CompileOptions {

@@ -18,7 +18,7 @@ import {
   RANGE,
   regexCost,
   textCost,
-} from './cel-cost.js';
+} from './cost.js';
 
 type Expr = ReturnType<typeof parse>['expr'];
 

@@ -1,0 +1,21 @@
+/**
+ * @module cel
+ * The CEL engine of policies and trace sources: the facts an expression sees of a trace
+ * (`traceFacts`), and expressions compiled once (parse, type check, cost estimate, plan) and
+ * evaluated many times under a cost budget, never throwing and never quoting trace content.
+ * Imports core only.
+ */
+export {
+  type CelKind,
+  type CompiledExpression,
+  type CompileOptions,
+  compileExpression,
+  type EvaluationResult,
+  type FailureReason,
+  type OverrideInputs,
+  type TraceFacts,
+  type TraceFactsSummary,
+  traceFacts,
+  type ValueResult,
+} from './compile.js';
+export { CelErrors } from './error-codes.js';
