@@ -4,7 +4,7 @@
  *   `service.startsWith("agent") && labels.env == "prod" && duration > 2`    ≈ 0.5M evals/s
  *   the same with fresh facts from `traceFacts` each time (conversion paid)  ≈ 0.2M evals/s
  *   `scores["exact-match"] == 1.0 && scores.latency < 2.0`, fresh scores     ≈ 0.37M evals/s
- * The cost budget (cel-cost.ts) costs 0 to 15% of that: evaluations per CPU-second, Node 22, the
+ * The cost budget (cost.ts) costs 0 to 15% of that: evaluations per CPU-second, Node 22, the
  * builds before and after it alternating in one process, best of 7 rounds, on a loaded machine:
  *   `"search" in tools`                                           1.95M → 1.79M
  *   `service.startsWith("agent") && labels.env == "prod" && duration > 2.0`  0.78M → 0.68M
@@ -17,11 +17,11 @@ import { isTouchstoneError, type TouchstoneError } from '../core/index.js';
 import {
   type CelKind,
   compileExpression,
-  MAX_EXPRESSION_LENGTH,
   type OverrideInputs,
   type TraceFacts,
   traceFacts,
-} from './compile.js';
+} from './index.js';
+import { MAX_EXPRESSION_LENGTH } from './types.js';
 
 const SECRET = '(sk-live-SECRET-1234';
 

@@ -5,17 +5,15 @@
  * evaluated many times under a cost budget, never throwing and never quoting trace content.
  * Imports core only.
  */
-export {
-  type CelKind,
-  type CompiledExpression,
-  type CompileOptions,
-  compileExpression,
-  type EvaluationResult,
-  type FailureReason,
-  type OverrideInputs,
-  type TraceFacts,
-  type TraceFactsSummary,
-  traceFacts,
-  type ValueResult,
-} from './compile.js';
+export { type CompileOptions, compileExpression } from './compile.js';
 export { CelErrors } from './error-codes.js';
+export { type TraceFactsSummary, traceFacts } from './facts.js';
+export type {
+  CelKind,
+  CompiledExpression,
+  EvaluationResult,
+  FailureReason,
+  OverrideInputs,
+  TraceFacts,
+  ValueResult,
+} from './types.js';
