@@ -7,6 +7,7 @@ import {
 } from '../cel/index.js';
 import {
   BackgroundLoop,
+  backoffMs,
   type Clock,
   type EvalRecord,
   isTouchstoneError,
@@ -592,11 +593,13 @@ export class PolicyEngine {
     }
   }
 
+  /** The schedule docs/policies.md states (5 s doubling to 5 min): no jitter. */
   private backoff(attempts: number): number {
-    return Math.min(
-      MAX_BACKOFF_MS,
-      this.options.rateLimitBackoffMs * 2 ** Math.max(0, attempts - 1),
-    );
+    return backoffMs(attempts, {
+      baseMs: this.options.rateLimitBackoffMs,
+      maxMs: MAX_BACKOFF_MS,
+      jitter: 'none',
+    });
   }
 }
 
