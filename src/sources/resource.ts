@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compileExpression } from '../cel/index.js';
 import { durationMs } from '../config/index.js';
 import {
   describeDetails,
@@ -8,7 +9,6 @@ import {
   RESOURCE_PROJECT_LABEL,
   ResourceNameSchema,
 } from '../core/index.js';
-import { compileExpression } from '../policies/index.js';
 import type { SourceRecord } from '../store/index.js';
 import { SourceErrors } from './error-codes.js';
 
