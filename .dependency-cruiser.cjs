@@ -6,9 +6,9 @@
  * - only app.ts and store tests import the concrete store adapters.
  */
 const AREAS =
-  '(core|config|store|auth|net|redaction|ingest|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
+  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
 const DOMAIN =
-  '(auth|net|redaction|ingest|evaluators|policies|sources|webhooks|runs|datasets|idempotency|store|config)';
+  '(auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|store|config)';
 
 module.exports = {
   forbidden: [
@@ -41,6 +41,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/net/' },
       to: { path: '^src/', pathNot: '^src/(net|core)/' },
+    },
+    {
+      name: 'cel-imports-only-core',
+      comment: 'the CEL engine is shared by policies and sources and knows neither',
+      severity: 'error',
+      from: { path: '^src/cel/' },
+      to: { path: '^src/', pathNot: '^src/(cel|core)/' },
     },
     {
       name: 'client-imports-nothing-internal',

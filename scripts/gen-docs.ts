@@ -1,9 +1,10 @@
 /**
- * Generates the reference docs that must match the code: docs/errors.md (error catalogue) and
- * docs/roles.md (roles → permissions). `npm run docs` writes them; a test fails on drift.
+ * Generates the reference docs that must match the code: docs/errors.md (error catalogue),
+ * docs/roles.md (roles → permissions) and docs/openapi.json (the REST API). `npm run docs` writes
+ * them; a test fails on drift.
  */
 import { writeFileSync } from 'node:fs';
-import { KIND_STATUS } from '../src/api/index.js';
+import { KIND_STATUS, openApiDocument } from '../src/api/index.js';
 import '../src/app.js';
 import { PERMISSIONS, ROLE_PERMISSIONS, ROLES } from '../src/auth/index.js';
 import { declaredErrors } from '../src/core/index.js';
@@ -67,8 +68,8 @@ export function rolesDoc(): string {
     '  key with the owner role.',
     '- `traces.annotate` (editor and up) adds human scores to a trace the key can read',
     "  (`POST /v1alpha1/traces/{trace_id}/annotations`, the web UI's Annotate form); the viewer reads them.",
-    '- `GET /healthz` and `GET /readyz` need no credential; every other route needs a valid key when',
-    '  auth is on.',
+    '- `GET /healthz`, `GET /readyz` and `GET /v1alpha1/openapi.json` (the API description, no data)',
+    '  need no credential; every other route needs a valid key when auth is on.',
     "- `GET /metrics` needs `metrics.read` (admin and owner): its series name every project's",
     '  sources, policies and webhooks. Give Prometheus an admin key of any project as a bearer token',
     '  (`authorization.credentials` in its scrape config). Without auth (loopback) it is open.',
@@ -76,8 +77,13 @@ export function rolesDoc(): string {
   ].join('\n');
 }
 
+export function openApiDoc(): string {
+  return `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+}
+
 if (process.argv[1]?.endsWith('gen-docs.ts')) {
   writeFileSync('docs/errors.md', errorsDoc());
   writeFileSync('docs/roles.md', rolesDoc());
-  console.log('wrote docs/errors.md, docs/roles.md');
+  writeFileSync('docs/openapi.json', openApiDoc());
+  console.log('wrote docs/errors.md, docs/roles.md, docs/openapi.json');
 }

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { AuthErrors, type KeyService, OPEN_PRINCIPAL, type Principal } from '../auth/index.js';
 import './context.js';
+import { OPENAPI_PATH } from './openapi.js';
 
 /**
- * Routes that answer without credentials. The web UI's files hold no data (the page asks for a
- * key and sends it with its API calls).
+ * Routes that answer without credentials. The web UI's files and the OpenAPI document hold no
+ * data (the page asks for a key and sends it with its API calls).
  */
-const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/ui', '/ui/*']);
+const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', OPENAPI_PATH, '/ui', '/ui/*']);
 
 /**
  * Resolves the caller before any handler: with auth off every request acts as the open principal

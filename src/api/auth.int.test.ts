@@ -1,9 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
-import { hashSecret, OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
+import {
+  hashSecret,
+  OPEN_PRINCIPAL,
+  type Permission,
+  ROLE_PERMISSIONS,
+  ROLES,
+  type Role,
+} from '../auth/index.js';
+import { OPERATIONS, openApiDocument } from './openapi.js';
 
 type Call = { method: 'GET' | 'POST' | 'DELETE'; url: string; body?: unknown };
 
@@ -183,6 +192,16 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
   },
 ];
 
+/** The catalogue's operation a call reaches (path parameters match one segment, verbs included). */
+function operationOf(call: Call) {
+  const path = call.url.split('?')[0] as string;
+  return OPERATIONS.find(
+    (op) =>
+      op.method === call.method.toLowerCase() &&
+      new RegExp(`^${op.path.replace(/\{\w+\}/g, '[^/:]+')}$`).test(path),
+  );
+}
+
 function run(name: string) {
   return {
     name,
@@ -266,9 +285,40 @@ describe('API keys and roles (auth section present)', () => {
       },
     });
 
-  it('health routes need no credential', async () => {
+  it('health routes and the OpenAPI document need no credential', async () => {
     expect((await send({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await send({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    const openapi = { method: 'GET', url: '/v1alpha1/openapi.json' } as const;
+    expect((await send(openapi)).statusCode).toBe(200);
+    for (const role of ROLES) expect((await send(openapi, secrets[role])).statusCode).toBe(200);
+  });
+
+  it('the OpenAPI document names the permission each endpoint here needs', () => {
+    const publicOps = OPERATIONS.filter((op) => op.access === 'public').map((op) => op.path);
+    expect(publicOps.sort()).toEqual(['/healthz', '/readyz', '/v1alpha1/openapi.json']);
+    for (const entry of MATRIX) {
+      const op = operationOf(entry.call);
+      expect(op, entry.name).toBeDefined();
+      const needed = op?.access as Permission;
+      const holders = ROLES.filter((r) => ROLE_PERMISSIONS[r].has(needed));
+      expect(holders, entry.name).toEqual(entry.allowed);
+    }
+  });
+
+  it('the bodies sent here, which the server accepts, match the documented request bodies', () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    ajv.addSchema({ components: (openApiDocument() as { components: object }).components }, 'doc');
+    let checked = 0;
+    for (const entry of MATRIX) {
+      const names = operationOf(entry.call)?.body;
+      if (names === undefined || entry.call.body === undefined) continue;
+      const validate = ajv.compile({
+        anyOf: names.map((n) => ({ $ref: `doc#/components/schemas/${n}` })),
+      });
+      expect(validate(entry.call.body), entry.name).toBe(true);
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(10);
   });
 
   for (const entry of MATRIX) {

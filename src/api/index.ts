@@ -6,5 +6,6 @@
 export { ApiErrors } from './error-codes.js';
 export { KIND_STATUS, toErrorBody } from './errors.js';
 export { Metrics } from './metrics.js';
+export { openApiDocument } from './openapi.js';
 export { DEFAULT_UI_DIR } from './routes/ui.js';
 export { buildServer, type ServerDeps } from './server.js';

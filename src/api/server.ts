@@ -26,6 +26,7 @@ import { datasetRoutes } from './routes/datasets.js';
 import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { otlpRoutes } from './routes/otlp.js';
 import { otlpLogRoutes } from './routes/otlp-logs.js';
 import { policyRoutes } from './routes/policies.js';
@@ -147,6 +148,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // Before any route: its onRoute hook finds the marked routes as they are registered.
   installIdempotency(app, deps.idempotency);
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
+  await app.register(openApiRoutes);
   await app.register(keyRoutes, { keys: deps.keys });
   await app.register(whoamiRoutes, { traces: deps.traces });
   await app.register(evaluateRoutes, { evaluation: deps.evaluation });

@@ -14,7 +14,7 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, where = ''
 export const PAGE_SIZE_DEFAULT = 50;
 export const PAGE_SIZE_MAX = 1000;
 
-const PageQuerySchema = z.object({
+export const PageQuerySchema = z.object({
   project: z.string().min(1).optional(),
   page_size: z.coerce.number().int().min(1).max(PAGE_SIZE_MAX).default(PAGE_SIZE_DEFAULT),
   page_token: z.string().optional(),
@@ -36,7 +36,7 @@ export function pageOf(query: Query) {
   };
 }
 
-const ApplyQuerySchema = z.object({
+export const ApplyQuerySchema = z.object({
   project: z.string().min(1).optional(),
   validate_only: z.enum(['true', 'false']).optional(),
 });

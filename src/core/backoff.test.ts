@@ -31,3 +31,25 @@ describe('backoffMs (full jitter)', () => {
     expect(backoffMs(1, POLICY, 0.25, () => 0)).toBe(250);
   });
 });
+
+describe('backoffMs (equal jitter and none)', () => {
+  it('equal: draws in the upper half of the ceiling', () => {
+    const equal = { ...POLICY, jitter: 'equal' } as const;
+    expect(backoffMs(1, equal, undefined, () => 0)).toBe(2_500);
+    expect(backoffMs(3, equal, undefined, () => 0.5)).toBe(15_000);
+    expect(backoffMs(30, equal, undefined, () => 0)).toBe(1_800_000);
+    const waits = Array.from({ length: 200 }, () => backoffMs(2, equal));
+    expect(Math.min(...waits)).toBeGreaterThanOrEqual(5_000);
+    expect(Math.max(...waits)).toBeLessThan(10_000);
+  });
+
+  it('none: the ceiling itself, doubling up to the cap, Retry-After still a floor', () => {
+    const none = { baseMs: 5_000, maxMs: 300_000, jitter: 'none' } as const;
+    expect([1, 2, 3, 4, 5, 6, 7, 30].map((a) => backoffMs(a, none))).toEqual([
+      5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000,
+    ]);
+    expect(backoffMs(0, none)).toBe(5_000);
+    expect(backoffMs(1, none, 42)).toBe(42_000);
+    expect(backoffMs(3, none, 1)).toBe(20_000);
+  });
+});

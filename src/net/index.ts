@@ -46,3 +46,4 @@ export {
   proxySettingsFromConfig,
 } from './proxy.js';
 export { parseRetryAfter } from './retry-after.js';
+export { isRetryableStatus } from './retryable-status.js';

@@ -1,6 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
+  type EvaluationResult,
+  type FailureReason,
+  type TraceFacts,
+  traceFacts,
+} from '../cel/index.js';
+import {
   BackgroundLoop,
+  backoffMs,
   type Clock,
   type EvalRecord,
   isTouchstoneError,
@@ -22,7 +29,6 @@ import type {
   WorkItem,
 } from '../store/index.js';
 import type { WebhookEvent } from '../webhooks/index.js';
-import { type EvaluationResult, type FailureReason, type TraceFacts, traceFacts } from './cel.js';
 import { type CompiledPolicy, type CompiledStage, compilePolicy, parsePolicy } from './resource.js';
 
 /** Counters and histograms the engine reports (the HTTP edge turns them into Prometheus metrics). */
@@ -587,11 +593,13 @@ export class PolicyEngine {
     }
   }
 
+  /** The schedule docs/policies.md states (5 s doubling to 5 min): no jitter. */
   private backoff(attempts: number): number {
-    return Math.min(
-      MAX_BACKOFF_MS,
-      this.options.rateLimitBackoffMs * 2 ** Math.max(0, attempts - 1),
-    );
+    return backoffMs(attempts, {
+      baseMs: this.options.rateLimitBackoffMs,
+      maxMs: MAX_BACKOFF_MS,
+      jitter: 'none',
+    });
   }
 }
 

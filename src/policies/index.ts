@@ -2,7 +2,7 @@
  * @module policies
  * Online evaluation: the OnlineEvalPolicy resource (CEL selector, sampling, stages, alerts), the
  * engine that claims work items and stores results with their events, windows and alert states,
- * human annotations, and the scores read API. Imports core, config, store ports, auth,
+ * human annotations, and the scores read API. Imports core, config, store ports, auth, cel,
  * evaluators, idempotency, ingest and webhooks through their index; never api/ or a store adapter.
  */
 export {
@@ -14,15 +14,6 @@ export {
   MAX_COMMENT_CHARS,
   MAX_LABEL_CHARS,
 } from './annotations.js';
-export {
-  type CelKind,
-  type CompiledExpression,
-  compileExpression,
-  type FailureReason,
-  type OverrideInputs,
-  type TraceFacts,
-  traceFacts,
-} from './cel.js';
 export {
   DEFAULT_ENGINE_OPTIONS,
   PolicyEngine,
@@ -41,6 +32,7 @@ export {
   compilePolicy,
   KIND,
   type ParsedPolicy,
+  PolicyResourceSchema,
   PolicySpecSchema,
   PROJECT_LABEL,
   parsePolicy,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type CompiledExpression, type CompileOptions, compileExpression } from '../cel/index.js';
 import { durationMs } from '../config/index.js';
 import {
   describeDetails,
@@ -21,7 +22,6 @@ import {
   mightProduce,
 } from '../evaluators/index.js';
 import type { PolicyRecord } from '../store/index.js';
-import { type CompiledExpression, type CompileOptions, compileExpression } from './cel.js';
 import { PolicyErrors } from './error-codes.js';
 
 /**
@@ -81,7 +81,7 @@ export const PolicySpecSchema = z.strictObject({
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
-const PolicyResourceSchema = z.strictObject({
+export const PolicyResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
   metadata: z.strictObject({

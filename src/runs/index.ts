@@ -41,6 +41,8 @@ export {
   type ParseOptions,
   PROJECT_LABEL,
   parseRunSpec,
+  RunPlainSchema,
+  RunResourceSchema,
   type RunSpec,
   RunSpecSchema,
 } from './spec.js';

@@ -87,14 +87,16 @@ export type RunSpec = z.infer<typeof RunSpecSchema>;
  */
 const StoredSpecSchema = z.strictObject(bodyShape(z.custom<EvalRecord>()));
 
-const PlainSchema = z.strictObject({
+/** The plain spelling of a run (`name`, `project`, the spec's fields). */
+export const RunPlainSchema = z.strictObject({
   name: ResourceNameSchema,
   project: ResourceNameSchema.optional(),
   labels: LabelsSchema.optional(),
   ...bodyShape(RecordSchema),
 });
 
-const DeclarativeSchema = z.strictObject({
+/** The declarative `Run` resource. */
+export const RunResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
   metadata: z.strictObject({ name: ResourceNameSchema, labels: LabelsSchema.optional() }),
@@ -209,7 +211,7 @@ export function parseRunSpec(input: unknown, options: ParseOptions = {}): Parsed
       : {}
     : value;
   const details: ErrorDetail[] = [];
-  const parsed = (declarative ? DeclarativeSchema : PlainSchema).safeParse(value);
+  const parsed = (declarative ? RunResourceSchema : RunPlainSchema).safeParse(value);
   if (!parsed.success) details.push(...issuesToDetails(parsed.error.issues));
 
   // A harness the shape refused is reported there, once.
@@ -303,7 +305,7 @@ export function parseRunSpec(input: unknown, options: ParseOptions = {}): Parsed
   };
 }
 
-function stripIdentity(data: z.infer<typeof PlainSchema>): RunSpec {
+function stripIdentity(data: z.infer<typeof RunPlainSchema>): RunSpec {
   const { name: _name, project: _project, labels: _labels, ...spec } = data;
   return spec;
 }

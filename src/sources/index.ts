@@ -22,7 +22,15 @@ export {
   type SourceObserver,
 } from './manager.js';
 export { compileOverrides } from './overrides.js';
-export { API_VERSION, KIND, type ParsedSource, parseSource, type SourceSpec } from './resource.js';
+export {
+  API_VERSION,
+  KIND,
+  type ParsedSource,
+  parseSource,
+  SourceResourceSchema,
+  type SourceSpec,
+  SourceSpecSchema,
+} from './resource.js';
 export {
   type DeadLetterView,
   type GrantCheck,

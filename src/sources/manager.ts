@@ -2,6 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   type Attributes,
   BackgroundLoop,
+  type BackoffPolicy,
+  backoffMs,
   type Clock,
   isTouchstoneError,
   type NormalizedTrace,
@@ -70,8 +72,8 @@ export interface SourceManagerDeps {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-const MAX_BACKOFF_MS = 5 * 60_000;
-const BASE_BACKOFF_MS = 5_000;
+/** A failed pull waits 5 s, doubling to 5 min, as docs/sources.md states (no jitter). */
+const PULL_BACKOFF: BackoffPolicy = { baseMs: 5_000, maxMs: 5 * 60_000, jitter: 'none' };
 
 function retryAfterMs(err: unknown): number | undefined {
   if (!isTouchstoneError(err) || err.retryAfterSeconds === undefined) return undefined;
@@ -314,8 +316,7 @@ export class SourceManager {
       if (this.stop.signal.aborted) return;
       this.deps.observer?.onPullFailed(project, record.name);
       const failures = state.failures + 1;
-      const wait =
-        retryAfterMs(err) ?? Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** (failures - 1));
+      const wait = retryAfterMs(err) ?? backoffMs(failures, PULL_BACKOFF);
       const { lastError: _drop, ...rest } = state;
       await store.sources.saveState({
         ...rest,

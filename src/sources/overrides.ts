@@ -1,10 +1,10 @@
-import { contentText, type NormalizedTrace } from '../core/index.js';
 import {
   type CompiledExpression,
   compileExpression,
   type FailureReason,
   traceFacts,
-} from '../policies/index.js';
+} from '../cel/index.js';
+import { contentText, type NormalizedTrace } from '../core/index.js';
 import type { ParsedSource } from './resource.js';
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { compileExpression } from '../cel/index.js';
 import { durationMs } from '../config/index.js';
 import {
   describeDetails,
@@ -8,7 +9,6 @@ import {
   RESOURCE_PROJECT_LABEL,
   ResourceNameSchema,
 } from '../core/index.js';
-import { compileExpression } from '../policies/index.js';
 import type { SourceRecord } from '../store/index.js';
 import { SourceErrors } from './error-codes.js';
 
@@ -49,7 +49,7 @@ const CredentialsSchema = z.union([
   }),
 ]);
 
-const SourceSpecSchema = z.strictObject({
+export const SourceSpecSchema = z.strictObject({
   connector: z.enum(CONNECTORS),
   variant: z.enum(VARIANTS).optional(),
   endpoint: z
@@ -91,7 +91,7 @@ const SourceSpecSchema = z.strictObject({
 });
 export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 
-const SourceResourceSchema = z.strictObject({
+export const SourceResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
   metadata: z.strictObject({

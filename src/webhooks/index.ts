@@ -49,6 +49,8 @@ export {
   type DeliveryView,
   MIN_SECRET_LENGTH,
   PROJECT_LABEL,
+  WebhookFlatSchema,
+  WebhookResourceSchema,
   type WebhookView,
 } from './resource.js';
 export { type AppliedWebhook, WebhookService } from './service.js';

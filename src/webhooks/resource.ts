@@ -72,7 +72,8 @@ const specFields = {
   disabled: z.boolean().default(false),
 };
 
-const FlatSchema = z.strictObject({
+/** The flat spelling of a webhook (`name`, `url`, …). */
+export const WebhookFlatSchema = z.strictObject({
   name,
   project: name.optional(),
   ...specFields,
@@ -82,7 +83,8 @@ const FlatSchema = z.strictObject({
   updatedAt: z.string().optional(),
 });
 
-const DeclarativeSchema = z.strictObject({
+/** The declarative `Webhook` resource. */
+export const WebhookResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal('Webhook'),
   metadata: z.strictObject({
@@ -110,7 +112,7 @@ export function parseWebhook(input: unknown): ParseResult {
   const declarative =
     typeof input === 'object' && input !== null && ('apiVersion' in input || 'kind' in input);
   if (declarative) {
-    const r = DeclarativeSchema.safeParse(input);
+    const r = WebhookResourceSchema.safeParse(input);
     if (!r.success) return { ok: false, issues: r.error.issues };
     const project = r.data.metadata.labels?.[PROJECT_LABEL];
     return {
@@ -122,7 +124,7 @@ export function parseWebhook(input: unknown): ParseResult {
       },
     };
   }
-  const r = FlatSchema.safeParse(input);
+  const r = WebhookFlatSchema.safeParse(input);
   if (!r.success) return { ok: false, issues: r.error.issues };
   const { secretSet: _s, createdAt: _c, updatedAt: _u, ...spec } = r.data;
   return { ok: true, spec };

@@ -12,7 +12,7 @@ import { ApiErrors } from '../error-codes.js';
 import { sendError } from '../errors.js';
 import { pageOf, parseQuery } from '../validate.js';
 
-const UploadQuerySchema = z.strictObject({
+export const DatasetUploadQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
   format: z.enum(['jsonl', 'parquet']).optional(),
 });
@@ -117,7 +117,7 @@ export async function datasetRoutes(
           );
         }
         const { name } = request.params as { name: string };
-        const query = parseQuery(UploadQuerySchema, request.query as Query);
+        const query = parseQuery(DatasetUploadQuerySchema, request.query as Query);
         const target = datasets.target(request.principal, {
           project: query.project,
           name,

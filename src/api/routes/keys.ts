@@ -4,7 +4,7 @@ import { CreateKeySchema, type KeyService } from '../../auth/index.js';
 import { one, type Query } from '../context.js';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parse } from '../validate.js';
 
-export const PageQuerySchema = z.object({
+export const KeyPageQuerySchema = z.object({
   page_size: z.coerce.number().int().min(1).max(PAGE_SIZE_MAX).default(PAGE_SIZE_DEFAULT),
   page_token: z.string().optional(),
 });
@@ -22,7 +22,7 @@ export async function keyRoutes(
 
   app.get('/v1alpha1/keys', async (request) => {
     const query = request.query as Query;
-    const page = parse(PageQuerySchema, {
+    const page = parse(KeyPageQuerySchema, {
       page_size: one(query, 'page_size'),
       page_token: one(query, 'page_token'),
     });

@@ -4,7 +4,7 @@ import type { PolicyService } from '../../policies/index.js';
 import { one, type Query } from '../context.js';
 import { applyOptions, pageOf, parse } from '../validate.js';
 
-const RescoreBodySchema = z.strictObject({
+export const RescoreBodySchema = z.strictObject({
   since: z.iso.datetime({ offset: true }),
 });
 

@@ -4,7 +4,7 @@ import type { RunService } from '../../runs/index.js';
 import { one, type Query } from '../context.js';
 import { applyOptions, pageOf, parseQuery } from '../validate.js';
 
-const GetQuerySchema = z.object({
+export const RunGetQuerySchema = z.object({
   project: z.string().min(1).optional(),
   view: z.enum(['basic', 'full']).default('full'),
 });
@@ -39,7 +39,7 @@ export async function runRoutes(
   // `view=basic` leaves out the spec (what pollers want); `full`, the default, includes it.
   app.get('/v1alpha1/runs/:id', async (request) => {
     const { id } = target(request);
-    const { project, view } = parseQuery(GetQuerySchema, request.query as Query);
+    const { project, view } = parseQuery(RunGetQuerySchema, request.query as Query);
     return view === 'basic'
       ? runs.progress(request.principal, project, id)
       : runs.get(request.principal, project, id);

@@ -7,7 +7,7 @@ import { one, type Query } from '../context.js';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, parseQuery } from '../validate.js';
 import { parseLabelFilters } from './traces.js';
 
-const ListQuerySchema = z.strictObject({
+export const ScoreListQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
   service: z.string().min(1).optional(),
   policy: z.string().min(1).optional(),
@@ -32,7 +32,7 @@ const bucket = z
   })
   .default(60 * MINUTE);
 
-const AggregateQuerySchema = z.strictObject({
+export const ScoreAggregateQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
   policy: z.string().min(1).optional(),
   evaluator: z.string().min(1).optional(),
@@ -63,7 +63,7 @@ export async function scoreRoutes(
   // `::` is a literal colon (find-my-way's escape).
   app.get('/v1alpha1/scores::aggregate', async (request) => {
     const query = request.query as Query;
-    const q = parseQuery(AggregateQuerySchema, query, ['labels']);
+    const q = parseQuery(ScoreAggregateQuerySchema, query, ['labels']);
     return policies.series(request.principal, {
       ...(q.project === undefined ? {} : { project: q.project }),
       ...(q.policy === undefined ? {} : { policy: q.policy }),
@@ -77,7 +77,7 @@ export async function scoreRoutes(
 
   app.get('/v1alpha1/scores', async (request) => {
     const query = request.query as Query;
-    const q = parseQuery(ListQuerySchema, query, ['labels']);
+    const q = parseQuery(ScoreListQuerySchema, query, ['labels']);
     const page = await scores.list(
       request.principal,
       {

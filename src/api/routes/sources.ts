@@ -4,7 +4,7 @@ import type { SourceService } from '../../sources/index.js';
 import { one, type Query } from '../context.js';
 import { applyOptions, pageOf, parse } from '../validate.js';
 
-const BackfillBodySchema = z.strictObject({ since: z.iso.datetime({ offset: true }) });
+export const BackfillBodySchema = z.strictObject({ since: z.iso.datetime({ offset: true }) });
 
 /**
  * `/v1alpha1/sources`: apply (`validate_only`), list, get (with status), delete, and the verbs

@@ -7,7 +7,7 @@ import { one, type Query } from '../context.js';
 import { ApiErrors } from '../error-codes.js';
 import { PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, pageOf, parse, parseQuery } from '../validate.js';
 
-const ListQuerySchema = z.strictObject({
+export const TraceListQuerySchema = z.strictObject({
   project: z.string().min(1).optional(),
   service: z.string().min(1).optional(),
   name: z.string().min(1).optional(),
@@ -23,7 +23,7 @@ const ListQuerySchema = z.strictObject({
   page_token: z.string().optional(),
 });
 
-const ViewSchema = z.enum(['basic', 'full']).default('full');
+export const TraceViewSchema = z.enum(['basic', 'full']).default('full');
 
 /** The list's summary: the shared one, plus token usage (absent when the record has none). */
 function listedTrace(t: StoredTrace) {
@@ -56,7 +56,7 @@ export async function traceRoutes(
 ): Promise<void> {
   app.get('/v1alpha1/traces', async (request) => {
     const query = request.query as Query;
-    const q = parseQuery(ListQuerySchema, query, ['labels']);
+    const q = parseQuery(TraceListQuerySchema, query, ['labels']);
     const page = await traces.list(
       request.principal,
       {
@@ -92,7 +92,7 @@ export async function traceRoutes(
   app.get('/v1alpha1/traces/:traceId', async (request) => {
     const { traceId } = request.params as { traceId: string };
     const query = request.query as Query;
-    const view = parse(ViewSchema, one(query, 'view'), 'view');
+    const view = parse(TraceViewSchema, one(query, 'view'), 'view');
     const found = await traces.get(request.principal, one(query, 'project'), traceId);
     if (view === 'full') return { trace: listedTrace(found.trace), record: found.record };
     const { trajectory, ...record } = found.record;

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { JudgeConfig } from '../../config/index.js';
 import {
+  type BackoffPolicy,
+  backoffMs,
   type Clock,
   isTouchstoneError,
   systemClock,
@@ -11,6 +13,7 @@ import {
 import {
   type HttpClient,
   type HttpResponse,
+  isRetryableStatus,
   NetErrors,
   resolveCredential,
 } from '../../net/index.js';
@@ -50,10 +53,6 @@ const ChatCompletionSchema = z.object({
 
 type Answer = Omit<JudgeResponse, 'cached'>;
 
-function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
-}
-
 /** Stable key over everything that changes an answer; field order fixed by construction. */
 function cacheKey(model: string, request: JudgeRequest): string {
   const material = JSON.stringify([
@@ -75,7 +74,12 @@ export function createJudge(name: string, config: JudgeConfig, deps: JudgeDeps):
   const clock = deps.clock ?? systemClock;
   const sleep = deps.sleep ?? realSleep;
   const random = deps.random ?? Math.random;
-  const baseDelayMs = deps.retryBaseDelayMs ?? 500;
+  // "Equal jitter": never less than half the step, so retries still spread out under load.
+  const backoff: BackoffPolicy = {
+    baseMs: deps.retryBaseDelayMs ?? 500,
+    maxMs: MAX_BACKOFF_MS,
+    jitter: 'equal',
+  };
   const maxDelayMs = deps.maxRetryDelayMs ?? 60_000;
   const url = `${withoutTrailingSlashes(config.endpoint)}/chat/completions`;
   const cache = new LruCache<Answer>(deps.cacheEntries ?? 10_000);
@@ -131,12 +135,6 @@ export function createJudge(name: string, config: JudgeConfig, deps: JudgeDeps):
       );
     }
     return { content, model: answer.model ?? config.model, usage: chatUsage(answer.usage) };
-  }
-
-  function backoffMs(retry: number): number {
-    const ceiling = Math.min(MAX_BACKOFF_MS, baseDelayMs * 2 ** retry);
-    // "Equal jitter": never less than half the step, so retries still spread out under load.
-    return ceiling / 2 + random() * (ceiling / 2);
   }
 
   function exhausted(last: TouchstoneError | HttpResponse, attempts: number): TouchstoneError {
@@ -217,7 +215,7 @@ export function createJudge(name: string, config: JudgeConfig, deps: JudgeDeps):
       }
       if (attempt >= maxAttempts) throw exhausted(outcome, attempt);
       const retryAfter = outcome.retryAfterSeconds;
-      let delay = backoffMs(attempt - 1);
+      let delay = backoffMs(attempt, backoff, undefined, random);
       if (retryAfter !== undefined) {
         const asked = retryAfter * 1000;
         // A wait longer than we are allowed to hold a slot is reported, not slept through.

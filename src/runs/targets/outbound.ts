@@ -1,10 +1,11 @@
-import { type Clock, isTouchstoneError } from '../../core/index.js';
+import { backoffMs, type Clock, isTouchstoneError } from '../../core/index.js';
 import {
   createHttpClient,
   createOutboundGuard,
   type HttpClient,
   type HttpRequest,
   type HttpResponse,
+  isRetryableStatus,
   type OutboundGuard,
 } from '../../net/index.js';
 import type { TargetDeps } from './contract.js';
@@ -40,10 +41,6 @@ export function targetHttpClient(url: URL, deps: TargetDeps, maxBytes: number): 
     ...(deps.outbound?.proxy === undefined ? {} : { proxy: deps.outbound.proxy }),
     ...(deps.clock === undefined ? {} : { clock: deps.clock as Clock }),
   });
-}
-
-function retryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -83,7 +80,7 @@ export async function sendWithRetries(
       );
     }
     if (res.status >= 200 && res.status < 300) return res;
-    if (retryableStatus(res.status) && attempt < retries) {
+    if (isRetryableStatus(res.status) && attempt < retries) {
       const wait =
         res.retryAfterSeconds === undefined
           ? backoff(attempt, baseDelayMs)
@@ -98,7 +95,7 @@ export async function sendWithRetries(
   }
 }
 
+/** Retry `attempt + 1`'s wait: equal jitter, never less than half the step. */
 function backoff(attempt: number, baseDelayMs: number): number {
-  const ceiling = Math.min(MAX_BACKOFF_MS, baseDelayMs * 2 ** attempt);
-  return ceiling / 2 + Math.random() * (ceiling / 2);
+  return backoffMs(attempt + 1, { baseMs: baseDelayMs, maxMs: MAX_BACKOFF_MS, jitter: 'equal' });
 }

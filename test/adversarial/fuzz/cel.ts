@@ -9,13 +9,14 @@
  * another exception); evaluating never throws and gives a bool (a JSON value for an override) or
  * an error whose text holds none of the markers placed in every string of the trace facts.
  */
-import { type EvalRecord, isTouchstoneError } from '../../../src/core/index.js';
+
 import {
   type CelKind,
   compileExpression,
   type TraceFacts,
   traceFacts,
-} from '../../../src/policies/index.js';
+} from '../../../src/cel/index.js';
+import { type EvalRecord, isTouchstoneError } from '../../../src/core/index.js';
 import type { FuzzTarget, Trial } from './driver.js';
 import { cutText, flipChars, spliceText } from './mutate.js';
 import { choose, int, MARKER, marker, pick, type Rand, rng, type Way } from './random.js';

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { isTouchstoneError, type TouchstoneError } from '../core/index.js';
+import { MAX_EVALUATION_COST } from './cost.js';
 import {
   type CelKind,
   compileExpression,
   type EvaluationResult,
   type OverrideInputs,
   type TraceFacts,
-} from './cel.js';
-import { MAX_EVALUATION_COST } from './cel-cost.js';
+} from './index.js';
 
 /**
  * The cost budget of an evaluation and the estimate an apply refuses with. "Well under 100 ms of

@@ -1,153 +1,42 @@
 /**
  * The cost an expression may reach, estimated before it runs (as cel-go's estimator does): the
- * prices of cel-cost.ts applied to the largest sizes a trace is assumed to have instead of to
+ * prices of cost.ts applied to the largest sizes a trace is assumed to have instead of to
  * values. An apply refuses an expression whose estimate exceeds the budget: on a trace within
  * these sizes it would fail every time it reaches its worst case. docs/policies.md, "Evaluation
  * cost".
  */
 import type { parse } from '@bufbuild/cel';
 import {
-  APPEND,
+  ATTRIBUTE,
+  either,
+  isList,
+  KEY,
+  list,
+  map,
+  NONE,
+  SCALAR,
+  type Size,
+  text,
+  VARIABLES,
+} from './assumed-sizes.js';
+import {
   CHARS_PER_UNIT,
   FORMATTER_COST,
   fixedPlaceholders,
   loopCost,
   MATCH_COST,
-  MAX_PROGRAM_SIZE,
-  programSize,
-  RANGE,
   regexCost,
   textCost,
-} from './cel-cost.js';
+} from './cost.js';
+import { APPEND, RANGE } from './metered-env.js';
+import { MAX_PROGRAM_SIZE, programSize } from './regex-size.js';
 
 type Expr = ReturnType<typeof parse>['expr'];
 
-/** What the estimate knows of a value: the largest it can be, and its literal when it is one. */
-interface Size {
-  readonly kind: 'scalar' | 'text' | 'list' | 'map' | 'dyn';
-  /** Length, when text (or possibly text). */
-  readonly chars: number;
-  /** Elements or entries, when a list or map (or possibly one). */
-  readonly items: number;
-  /** A map's keys. */
-  readonly key?: Size;
-  /** A list's elements or a map's values. */
-  readonly elem?: Size;
-  /** What walking the whole value costs (see deepCost). */
-  readonly deep: number;
-  readonly literal?: string | bigint;
-}
-
-/** The sizes the estimate assumes; docs/policies.md lists them. */
-export const ASSUMED = {
-  /** service, name, project, source, label values. */
-  nameChars: 1024,
-  /** Tool and model names (LLM APIs cap tool names at 64), keys of labels, attributes, scores. */
-  keyChars: 128,
-  /** tools and models. */
-  listItems: 1000,
-  /** attributes, resource and scores. */
-  mapEntries: 128,
-  labelEntries: 64,
-  /** A string attribute value; and a whole attribute value, walked. */
-  attributeChars: 65_536,
-  /** A list attribute value; its elements are names, or maps of names. */
-  attributeItems: 1000,
-  /** An override's input and output. */
-  textChars: 65_536,
-} as const;
-
-const SCALAR: Size = { kind: 'scalar', chars: 0, items: 0, deep: 0 };
-/** The size of nothing yet: what a map or filter has gathered before its first element. */
-const NONE: Size = { kind: 'list', chars: 0, items: 0, deep: 0 };
-
-function text(chars: number, literal?: string): Size {
-  return {
-    kind: 'text',
-    chars,
-    items: 0,
-    deep: textCost(chars),
-    ...(literal === undefined ? {} : { literal }),
-  };
-}
-
-function list(items: number, elem: Size): Size {
-  return { kind: 'list', chars: 0, items, elem, deep: items * (1 + elem.deep) };
-}
-
-function map(items: number, key: Size, elem: Size): Size {
-  return { kind: 'map', chars: 0, items, key, elem, deep: items * (1 + key.deep + elem.deep) };
-}
-
-const NAME = text(ASSUMED.nameChars);
-const KEY = text(ASSUMED.keyChars);
-const ATTRIBUTE_DEEP = textCost(ASSUMED.attributeChars) + ASSUMED.attributeItems;
-
-/** Part of an attribute value: a name, or a list or map of them, nested. */
-const ATTRIBUTE_PART: Size = (() => {
-  const part = {
-    kind: 'dyn',
-    chars: ASSUMED.nameChars,
-    items: ASSUMED.mapEntries,
-    key: KEY,
-    deep: ATTRIBUTE_DEEP,
-  } as Size & { elem?: Size };
-  part.elem = part;
-  return part;
-})();
-
-const ATTRIBUTE: Size = {
-  kind: 'dyn',
-  chars: ASSUMED.attributeChars,
-  items: ASSUMED.attributeItems,
-  key: KEY,
-  elem: ATTRIBUTE_PART,
-  deep: ATTRIBUTE_DEEP,
-};
-
-const VARIABLES: ReadonlyMap<string, Size> = new Map([
-  ['service', NAME],
-  ['name', NAME],
-  ['project', NAME],
-  ['source', NAME],
-  ['duration', SCALAR],
-  ['error', SCALAR],
-  ['steps', SCALAR],
-  ['tools', list(ASSUMED.listItems, KEY)],
-  ['models', list(ASSUMED.listItems, KEY)],
-  ['attributes', map(ASSUMED.mapEntries, KEY, ATTRIBUTE)],
-  ['resource', map(ASSUMED.mapEntries, KEY, ATTRIBUTE)],
-  ['labels', map(ASSUMED.labelEntries, KEY, NAME)],
-  ['scores', map(ASSUMED.mapEntries, KEY, SCALAR)],
-  ['input', text(ASSUMED.textChars)],
-  ['output', text(ASSUMED.textChars)],
-]);
-
-/** Either of two sizes, as large as the larger in every respect. */
-function either(a: Size, b: Size): Size {
-  if (a === b || b === NONE) return a;
-  if (a === NONE) return b;
-  const key = a.key === undefined ? b.key : b.key === undefined ? a.key : either(a.key, b.key);
-  const elem =
-    a.elem === undefined ? b.elem : b.elem === undefined ? a.elem : either(a.elem, b.elem);
-  return {
-    kind: a.kind === b.kind ? a.kind : 'dyn',
-    chars: Math.max(a.chars, b.chars),
-    items: Math.max(a.items, b.items),
-    ...(key === undefined ? {} : { key }),
-    ...(elem === undefined ? {} : { elem }),
-    deep: Math.max(a.deep, b.deep),
-  };
-}
-
-function isList(s: Size | undefined): boolean {
-  return s?.kind === 'list' || s?.kind === 'dyn';
-}
-
 const COMPARE = new Set(['_==_', '_!=_', '_<_', '_<=_', '_>_', '_>=_']);
-/** Build their result a character at a time (see `walk` in cel-cost.ts). */
+/** Build their result a character at a time (see `walk` in cost.ts). */
 const WALK = new Set(['lowerAscii', 'upperAscii']);
-/** Read their target and arguments (see `scan` in cel-cost.ts). */
+/** Read their target and arguments (see `scan` in cost.ts). */
 const SCAN = new Set([
   'contains',
   'indexOf',
@@ -179,7 +68,7 @@ function matchesIn(s: Size, old: Size, n: Size | undefined): number {
     : matches;
 }
 
-/** A `replace`'s price and largest result (see `replace` in cel-cost.ts). */
+/** A `replace`'s price and largest result (see `replace` in cost.ts). */
 function replaceEstimate(s: Size, old: Size, rep: Size, n: Size | undefined): [number, Size] {
   const matches = matchesIn(s, old, n);
   const oldText = typeof old.literal === 'string' ? old.literal : undefined;
@@ -191,7 +80,7 @@ function replaceEstimate(s: Size, old: Size, rep: Size, n: Size | undefined): [n
   ];
 }
 
-/** A call's price (as cel-cost.ts charges it) and the size of its result. */
+/** A call's price (as cost.ts charges it) and the size of its result. */
 function callEstimate(fn: string, t: Size | undefined, args: readonly Size[]): [number, Size] {
   const [a = SCALAR, b = SCALAR] = args;
   if (COMPARE.has(fn)) return [1 + Math.min(a.deep, b.deep), SCALAR];
