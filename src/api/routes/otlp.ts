@@ -12,6 +12,7 @@ import { decodedPayload, inTurn, otlpBodyParsers } from '../otlp-body.js';
 import {
   exportResponse,
   OTLP_CONTENT_TYPE,
+  type OtlpEncoding,
   otlpEncodingOf,
   partialSuccessMessage,
 } from '../otlp-wire.js';
@@ -26,16 +27,30 @@ export interface OtlpRouteDeps {
   turns: Turnstile;
 }
 
-/**
- * OTLP/HTTP trace receiver (`POST /v1/traces`): protobuf or JSON, gzip/deflate, answered per the
- * OTLP/HTTP spec only after the spans are durably stored. Admitted as a write (admission.ts)
- * before its body is read; decoded and stored in its turn.
- */
-export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
-  otlpBodyParsers(app, deps.bodyLimit);
+/** A request to an OTLP receiver, read: its project, encoding and body, and the decoders' options. */
+export interface OtlpRequest {
+  project: string;
+  labels: Record<string, string>;
+  encoding: OtlpEncoding;
+  /** Bytes for protobuf, text for JSON. */
+  body: Buffer | string;
+  options: { maxAttributeBytes: number; limits: IngestService['limits'] };
+}
 
+/**
+ * `POST <path>` as every OTLP/HTTP receiver serves it: admitted as a write (admission.ts) before
+ * its body is read, authorized for `traces.write`, decoded and stored by `receive` in its turn,
+ * then answered in the request's encoding only once stored.
+ */
+export function postOtlp(
+  app: FastifyInstance,
+  path: string,
+  deps: OtlpRouteDeps,
+  signal: 'traces' | 'logs',
+  receive: (request: OtlpRequest) => Promise<{ rejected: number; message: string }>,
+): void {
   app.post(
-    '/v1/traces',
+    path,
     {
       config: { otlp: true },
       onRequest: async () => deps.turns.refuseIfBacklogged(),
@@ -48,32 +63,47 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
       const asked = one(request.query as Query, 'project');
       const project = authorize(request.principal, 'traces.write', asked || undefined);
       const encoding = otlpEncodingOf(request.headers['content-type']);
-      const result = await inTurn(request, reply, deps.turns, async () => {
-        const options = { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits };
-        const body = request.body as Buffer | string;
-        // In slices: a body of megabytes must not hold health checks and other requests while it
-        // is read (but for JSON.parse, which cannot be cut).
-        const decoded =
-          encoding === 'protobuf'
-            ? await decodeOtlpProtobufInSlices(body as Buffer, options, nextTurn)
-            : await decodeOtlpJsonInSlices(
-                typeof body === 'string' ? body : body.toString('utf8'),
-                options,
-                nextTurn,
-              );
-        return deps.ingest.ingest(
-          { project, labels: { ...request.principal.labels }, source: '' },
-          decoded,
-        );
-      });
-      const message = partialSuccessMessage(
-        result.rejected,
-        result.rejectReasons,
-        result.rejectedSpans,
+      const raw = request.body as Buffer | string;
+      const body = encoding === 'protobuf' || typeof raw === 'string' ? raw : raw.toString('utf8');
+      const { rejected, message } = await inTurn(request, reply, deps.turns, () =>
+        receive({
+          project,
+          labels: { ...request.principal.labels },
+          encoding,
+          body,
+          options: { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits },
+        }),
       );
       return reply
         .type(OTLP_CONTENT_TYPE[encoding])
-        .send(exportResponse(encoding, result.rejected, message));
+        .send(exportResponse(encoding, rejected, message, signal));
+    },
+  );
+}
+
+/**
+ * OTLP/HTTP trace receiver (`POST /v1/traces`): protobuf or JSON, gzip/deflate, answered per the
+ * OTLP/HTTP spec only after the spans are durably stored.
+ */
+export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
+  otlpBodyParsers(app, deps.bodyLimit);
+  postOtlp(
+    app,
+    '/v1/traces',
+    deps,
+    'traces',
+    async ({ project, labels, encoding, body, options }) => {
+      // In slices: a body of megabytes must not hold health checks and other requests while it is
+      // read (but for JSON.parse, which cannot be cut).
+      const decoded =
+        encoding === 'protobuf'
+          ? await decodeOtlpProtobufInSlices(body as Buffer, options, nextTurn)
+          : await decodeOtlpJsonInSlices(body as string, options, nextTurn);
+      const result = await deps.ingest.ingest({ project, labels, source: '' }, decoded);
+      return {
+        rejected: result.rejected,
+        message: partialSuccessMessage(result.rejected, result.rejectReasons, result.rejectedSpans),
+      };
     },
   );
 }
