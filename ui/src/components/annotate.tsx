@@ -1,6 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, apiPost } from '../api.js';
 import type { Result } from '../types.js';
+import { Field } from './field.js';
 
 /**
  * The UI's one write: a person's score on a trace (`POST /v1alpha1/traces/{id}/annotations`),
@@ -73,8 +74,7 @@ export function AnnotateForm({
     <section aria-labelledby="annotate-h">
       <h2 id="annotate-h">Annotate</h2>
       <form class="annotate" onSubmit={submit} aria-label="Annotate this trace">
-        <div class="field">
-          <label for="annotation-name">Name</label>
+        <Field id="annotation-name" label="Name">
           <input
             id="annotation-name"
             required
@@ -84,7 +84,7 @@ export function AnnotateForm({
             value={name}
             onInput={(e) => setName(e.currentTarget.value)}
           />
-        </div>
+        </Field>
         <fieldset class="kind">
           <legend>Score</legend>
           {(
@@ -107,8 +107,7 @@ export function AnnotateForm({
           ))}
         </fieldset>
         {kind === 'value' && (
-          <div class="field">
-            <label for="annotation-value">Value (0–1)</label>
+          <Field id="annotation-value" label="Value (0–1)">
             <input
               id="annotation-value"
               type="number"
@@ -119,11 +118,10 @@ export function AnnotateForm({
               value={value}
               onInput={(e) => setValue(e.currentTarget.value)}
             />
-          </div>
+          </Field>
         )}
         {kind === 'passed' && (
-          <div class="field">
-            <label for="annotation-passed">Verdict</label>
+          <Field id="annotation-passed" label="Verdict">
             <select
               id="annotation-passed"
               value={passed}
@@ -132,11 +130,10 @@ export function AnnotateForm({
               <option value="true">pass</option>
               <option value="false">fail</option>
             </select>
-          </div>
+          </Field>
         )}
         {kind === 'label' && (
-          <div class="field">
-            <label for="annotation-label">Label</label>
+          <Field id="annotation-label" label="Label">
             <input
               id="annotation-label"
               required
@@ -144,10 +141,9 @@ export function AnnotateForm({
               value={label}
               onInput={(e) => setLabel(e.currentTarget.value)}
             />
-          </div>
+          </Field>
         )}
-        <div class="field wide">
-          <label for="annotation-comment">Comment (optional)</label>
+        <Field id="annotation-comment" label="Comment (optional)" wide>
           <textarea
             id="annotation-comment"
             rows={3}
@@ -155,7 +151,7 @@ export function AnnotateForm({
             value={comment}
             onInput={(e) => setComment(e.currentTarget.value)}
           />
-        </div>
+        </Field>
         <div class="actions">
           <button type="submit" disabled={busy}>
             Save annotation

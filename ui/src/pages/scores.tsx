@@ -1,5 +1,6 @@
 import { useMemo } from 'preact/hooks';
 import type { PageProps } from '../app.js';
+import { Field } from '../components/field.js';
 import { type ChartMarker, type ChartPoint, LineChart } from '../components/line-chart.js';
 import { Select } from '../components/select.js';
 import { Empty, ErrorNote, Loading } from '../components/status.js';
@@ -186,8 +187,7 @@ export function ScoresPage({ project, query, session }: PageProps) {
     <section>
       <h1>Scores</h1>
       <form class="filters" onSubmit={submit} aria-label="Score filters" key={key}>
-        <div class="field">
-          <label for="s-policy">Policy</label>
+        <Field id="s-policy" label="Policy">
           <Select
             id="s-policy"
             name="policy"
@@ -199,29 +199,26 @@ export function ScoresPage({ project, query, session }: PageProps) {
               ),
             ]}
           />
-        </div>
-        <div class="field">
-          <label for="s-evaluator">Evaluator</label>
+        </Field>
+        <Field id="s-evaluator" label="Evaluator">
           <input id="s-evaluator" name="evaluator" defaultValue={query.get('evaluator') ?? ''} />
-        </div>
-        <div class="field wide">
-          <label for="s-labels">Labels</label>
+        </Field>
+        <Field id="s-labels" label="Labels" wide>
           <input
             id="s-labels"
             name="labels"
             placeholder="key=value, key=value"
             defaultValue={query.getAll('labels').join(', ')}
           />
-        </div>
-        <div class="field">
-          <label for="s-range">Range</label>
+        </Field>
+        <Field id="s-range" label="Range">
           <Select
             id="s-range"
             name="range"
             value={range}
             options={RANGES.map((r) => [r.value, r.label.toLowerCase()] as const)}
           />
-        </div>
+        </Field>
         <div class="actions">
           <button type="submit">Show</button>
         </div>

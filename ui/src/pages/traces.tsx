@@ -1,6 +1,7 @@
 import { useMemo } from 'preact/hooks';
 import type { PageProps } from '../app.js';
 import { Labels, PolicyScores } from '../components/badges.js';
+import { Field } from '../components/field.js';
 import { Select } from '../components/select.js';
 import { Empty, ErrorNote, Loading } from '../components/status.js';
 import { Text } from '../components/text.js';
@@ -70,17 +71,15 @@ function Filters({
           <input id={`f-${f}`} name={f} defaultValue={value(f)} />
         </div>
       ))}
-      <div class="field wide">
-        <label for="f-labels">Labels</label>
+      <Field id="f-labels" label="Labels" wide>
         <input
           id="f-labels"
           name="labels"
           placeholder="key=value, key=value"
           defaultValue={query.getAll('labels').join(', ')}
         />
-      </div>
-      <div class="field">
-        <label for="f-range">Started</label>
+      </Field>
+      <Field id="f-range" label="Started">
         <Select
           id="f-range"
           name="range"
@@ -91,27 +90,24 @@ function Filters({
             ['custom', 'between…'],
           ]}
         />
-      </div>
-      <div class="field">
-        <label for="f-since">From</label>
+      </Field>
+      <Field id="f-since" label="From">
         <input
           id="f-since"
           name="since"
           type="datetime-local"
           defaultValue={toLocalInput(query.get('since'))}
         />
-      </div>
-      <div class="field">
-        <label for="f-until">To</label>
+      </Field>
+      <Field id="f-until" label="To">
         <input
           id="f-until"
           name="until"
           type="datetime-local"
           defaultValue={toLocalInput(query.get('until'))}
         />
-      </div>
-      <div class="field">
-        <label for="f-error">Error</label>
+      </Field>
+      <Field id="f-error" label="Error">
         <Select
           id="f-error"
           name="error"
@@ -122,9 +118,8 @@ function Filters({
             ['false', 'without'],
           ]}
         />
-      </div>
-      <div class="field">
-        <label for="f-policy">Scored by policy</label>
+      </Field>
+      <Field id="f-policy" label="Scored by policy">
         <Select
           id="f-policy"
           name="policy"
@@ -136,16 +131,15 @@ function Filters({
             ),
           ]}
         />
-      </div>
-      <div class="field">
-        <label for="f-outcome">Outcome</label>
+      </Field>
+      <Field id="f-outcome" label="Outcome">
         <Select
           id="f-outcome"
           name="outcome"
           value={value('outcome')}
           options={[['', 'any'], ...OUTCOMES]}
         />
-      </div>
+      </Field>
       <div class="actions">
         <button type="submit">Apply filters</button>
         <a href={href('/traces', { project })}>Clear</a>
