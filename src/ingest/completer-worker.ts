@@ -18,7 +18,7 @@ const data = workerData as CompleterWorkerData;
  * scheduler gives this thread what the thread answering requests leaves (Linux nice values are
  * per thread; `setPriority` with no pid names the calling one). Measured with the Python SDK
  * pushing one-span traces on two cores: 22.6–24.9k → 26.4–27.4k records/s acknowledged; the
- * traces complete afterwards, in the same CPU time (docs/architecture.md).
+ * traces complete afterwards, in the same CPU time (docs/performance.md).
  */
 const NICE = 10;
 try {

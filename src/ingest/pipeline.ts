@@ -287,7 +287,7 @@ export interface CompleterDeps {
   /**
    * Traces per completion transaction; default 50. On SQLite the transaction holds the one write
    * lock that ingest requests wait for: 200 made the server store 22–28k spans/s, 50 made it
-   * 24–32k (docs/architecture.md), 25 paid more per transaction than it saved in waiting.
+   * 24–32k (docs/performance.md), 25 paid more per transaction than it saved in waiting.
    */
   batchSize?: number;
 }
