@@ -23,6 +23,21 @@ const PK = ['project', 'trace_id', 'policy', 'digest', 'evaluator'] as const;
 
 const traceKey = (project: string, traceId: string) => `${project}\u0000${traceId}`;
 
+/** Trace ids per query of `latest` (a bound parameter each). */
+const LATEST_READ = 500;
+
+interface LatestRow {
+  project: string;
+  trace_id: string;
+  policy: string;
+  digest: string;
+  result: string;
+  scored_at: number;
+}
+
+/** One policy's results of one trace, across the versions (digests) stored. */
+const versionKey = (row: LatestRow) => `${traceKey(row.project, row.trace_id)}\u0000${row.policy}`;
+
 export class KyselyResultStore implements ResultStore {
   constructor(
     private readonly db: Kysely<Database>,
@@ -311,53 +326,60 @@ export class KyselyResultStore implements ResultStore {
   }
 
   /**
-   * Each trace's latest results per policy, in one query: per (trace, policy) only the digest
-   * stored last counts (older versions stay stored but are superseded). Policies by name.
+   * Each trace's latest results per policy: per (trace, policy) only the digest stored last
+   * counts (older versions stay stored but are superseded). Policies by name.
+   *
+   * One query per project, `project = ? and trace_id in (…)`, which walks the primary key. A row
+   * value `(project, trace_id) in ((…), …)` with a correlated `max(scored_at)` made SQLite walk
+   * `results_project_scored_idx` over the whole project for every row: a page of 1000 traces
+   * among 10k scored ones held the event loop for minutes. The latest version is picked here.
    */
   private async latest(
     traces: readonly { project: string; traceId: string }[],
   ): Promise<Map<string, PolicyEntry[]>> {
     const out = new Map<string, PolicyEntry[]>();
-    if (traces.length === 0) return out;
-    const rows = await this.db
-      .selectFrom('results as r')
-      .select(['r.project', 'r.trace_id', 'r.policy', 'r.digest', 'r.result', 'r.scored_at'])
-      .where((eb) =>
-        eb(
-          eb.refTuple('r.project', 'r.trace_id'),
-          'in',
-          traces.map((t) => eb.tuple(t.project, t.traceId)),
-        ),
-      )
-      .where((eb) =>
-        eb.or([
-          // Annotations are not versions: every one of them is current.
-          eb('r.policy', '=', HUMAN_ANNOTATIONS),
-          eb('r.scored_at', '=', (e) =>
-            e
-              .selectFrom('results as r2')
-              .select((x) => x.fn.max('r2.scored_at').as('m'))
-              .whereRef('r2.project', '=', 'r.project')
-              .whereRef('r2.trace_id', '=', 'r.trace_id')
-              .whereRef('r2.policy', '=', 'r.policy'),
-          ),
-        ]),
-      )
-      .orderBy('r.project')
-      .orderBy('r.trace_id')
-      .orderBy('r.policy')
-      .orderBy('r.digest')
-      .orderBy('r.position')
-      .orderBy('r.evaluator')
-      .execute();
+    const byProject = new Map<string, string[]>();
+    for (const t of traces) {
+      const ids = byProject.get(t.project);
+      if (ids === undefined) byProject.set(t.project, [t.traceId]);
+      else ids.push(t.traceId);
+    }
+    const rows: LatestRow[] = [];
+    for (const [project, ids] of byProject) {
+      for (let i = 0; i < ids.length; i += LATEST_READ) {
+        rows.push(
+          ...(await this.db
+            .selectFrom('results as r')
+            .select(['r.project', 'r.trace_id', 'r.policy', 'r.digest', 'r.result', 'r.scored_at'])
+            .where('r.project', '=', project)
+            .where('r.trace_id', 'in', ids.slice(i, i + LATEST_READ))
+            .orderBy('r.project')
+            .orderBy('r.trace_id')
+            .orderBy('r.policy')
+            .orderBy('r.digest')
+            .orderBy('r.position')
+            .orderBy('r.evaluator')
+            .execute()),
+        );
+      }
+    }
+    const newest = new Map<string, number>();
     for (const row of rows) {
+      if (row.policy === HUMAN_ANNOTATIONS) continue;
+      const at = Number(row.scored_at);
+      if (at > (newest.get(versionKey(row)) ?? Number.NEGATIVE_INFINITY))
+        newest.set(versionKey(row), at);
+    }
+    for (const row of rows) {
+      // Annotations are not versions: every one of them is current.
+      const human = row.policy === HUMAN_ANNOTATIONS;
+      if (!human && Number(row.scored_at) !== newest.get(versionKey(row))) continue;
       const k = traceKey(row.project, row.trace_id);
       let policies = out.get(k);
       if (policies === undefined) {
         policies = [];
         out.set(k, policies);
       }
-      const human = row.policy === HUMAN_ANNOTATIONS;
       let entry = policies.at(-1);
       if (entry?.policy !== row.policy) {
         entry = {
