@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import {
   BackgroundLoop,
   type Clock,
+  CoreErrors,
+  isError,
   isTouchstoneError,
   type TouchstoneError,
 } from '../core/index.js';
@@ -189,7 +191,7 @@ export class IdempotencyService {
       } catch (err) {
         // The scope lock makes a lost insert race impossible on PostgreSQL and SQLite alike;
         // should one happen anyway, the next round reads the winner's record.
-        if (attempt === 0 && isTouchstoneError(err) && err.code === 'ALREADY_EXISTS') continue;
+        if (attempt === 0 && isError(err, CoreErrors.ALREADY_EXISTS)) continue;
         throw err;
       }
     }
