@@ -70,4 +70,11 @@ describe('architecture rules that the import checker cannot see', () => {
     );
     expect(offenders).toEqual([]);
   });
+
+  it('one table maps error kinds to HTTP statuses and gRPC codes (api/errors.ts)', () => {
+    const offenders = files.filter(
+      (f) => f !== join('src', 'api', 'errors.ts') && /Record<\s*ErrorKind\s*,/.test(code(f)),
+    );
+    expect(offenders).toEqual([]);
+  });
 });

@@ -21,7 +21,7 @@ import {
 } from '../idempotency/index.js';
 import type { IdempotencyOutcome, IdempotencyScope } from '../store/index.js';
 import './context.js';
-import { KIND_STATUS, toErrorBody } from './errors.js';
+import { httpStatusOf, toErrorBody } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -211,7 +211,10 @@ function keyedHooks(service: IdempotencyService) {
       if (err !== undefined && isOutcomeUnknown(err)) {
         await held.uncertain();
         const uncertain = outcomeUncertain('the database failed after the write was sent');
-        reply.code(KIND_STATUS[uncertain.kind]).header('retry-after', '1').type('application/json');
+        reply
+          .code(httpStatusOf(uncertain.kind))
+          .header('retry-after', '1')
+          .type('application/json');
         return JSON.stringify(toErrorBody(uncertain, String(request.id)));
       }
       const status = reply.statusCode;
@@ -224,7 +227,7 @@ function keyedHooks(service: IdempotencyService) {
       if (bytes.byteLength > service.options.maxResponseBytes) {
         const tooLarge = service.responseTooLarge(bytes.byteLength);
         const body = Buffer.from(JSON.stringify(toErrorBody(tooLarge, String(request.id))));
-        const code = KIND_STATUS[tooLarge.kind];
+        const code = httpStatusOf(tooLarge.kind);
         reply.code(code).type('application/json');
         await held.complete({
           status: code,
