@@ -5,6 +5,7 @@
  */
 export { ApiErrors } from './error-codes.js';
 export { httpStatusOf, KIND_WIRE, toErrorBody } from './errors.js';
+export { IdempotencyService } from './idempotency/index.js';
 export { Metrics } from './metrics.js';
 export { openApiDocument } from './openapi.js';
 export { DEFAULT_UI_DIR } from './routes/ui.js';

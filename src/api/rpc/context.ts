@@ -1,13 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Principal } from '../../auth/index.js';
-import {
-  IDEMPOTENCY_HEADER,
-  parseIdempotencyKey,
-  principalId,
-  REPLAYED_HEADER,
-} from '../../idempotency/index.js';
+import { type Principal, principalId } from '../../auth/index.js';
+import { IDEMPOTENCY_HEADER, parseIdempotencyKey, REPLAYED_HEADER } from '../idempotency/index.js';
 import { connectErrorFromBody } from './errors.js';
 
 /** The request facts an RPC handler needs, handed over from Fastify by `contextValues`. */

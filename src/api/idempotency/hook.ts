@@ -1,27 +1,28 @@
 import { createHash } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isTouchstoneError } from '../core/index.js';
+import { principalId } from '../../auth/index.js';
+import { isTouchstoneError } from '../../core/index.js';
+import type { IdempotencyOutcome, IdempotencyScope } from '../../store/index.js';
 import {
-  EMPTY_SHA256,
   ERROR_OUTCOME_STATUS,
   errorFromOutcome,
-  type HeldKey,
-  IDEMPOTENCY_HEADER,
-  type IdempotencyService,
   isOutcomeUnknown,
   outcomeUncertain,
+  secretNotReplayed,
+  withhold,
+} from './outcome.js';
+import {
+  EMPTY_SHA256,
+  IDEMPOTENCY_HEADER,
   parseIdempotencyKey,
-  principalId,
   REPLAYED_HEADER,
   requestDigest,
-  secretNotReplayed,
   sha256Hex,
-  withhold,
-} from '../idempotency/index.js';
-import type { IdempotencyOutcome, IdempotencyScope } from '../store/index.js';
-import './context.js';
-import { httpStatusOf, toErrorBody } from './errors.js';
+} from './request.js';
+import type { HeldKey, IdempotencyService } from './service.js';
+import '../context.js';
+import { httpStatusOf, toErrorBody } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -6,14 +6,14 @@ import {
   isError,
   isTouchstoneError,
   type TouchstoneError,
-} from '../core/index.js';
+} from '../../core/index.js';
 import type {
   IdempotencyOutcome,
   IdempotencyRecord,
   IdempotencyScope,
   Store,
   StoreTransaction,
-} from '../store/index.js';
+} from '../../store/index.js';
 import { IdempotencyErrors } from './error-codes.js';
 import { IDEMPOTENCY_DEFAULTS, type IdempotencyOptions } from './limits.js';
 import {
