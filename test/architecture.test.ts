@@ -77,4 +77,16 @@ describe('architecture rules that the import checker cannot see', () => {
     );
     expect(offenders).toEqual([]);
   });
+
+  it('areas learn their state words from the area that owns them, never from the store', () => {
+    const words = /\b(RunStatus|SourcePhase|DeliveryState)\b/;
+    const offenders = files.filter(
+      (f) =>
+        !f.startsWith(join('src', 'store')) &&
+        [...code(f).matchAll(/import[^;]*?\{([^}]*)\}\s*from\s*'[./]*store\/index\.js'/g)].some(
+          (m) => words.test(m[1] ?? ''),
+        ),
+    );
+    expect(offenders).toEqual([]);
+  });
 });
