@@ -30,7 +30,7 @@ export interface StoredOutcome {
 }
 
 /**
- * The idempotency service's surface the RPC handlers use (src/idempotency): runs `fn` once per
+ * The idempotency service's surface the RPC handlers use (api/idempotency): runs `fn` once per
  * principal, operation and key, replays its stored outcome for 24 hours (a stored refusal is
  * thrown again), and refuses the same key with another payload digest or while the first call
  * is still running.
