@@ -4,7 +4,7 @@
  * them; a test fails on drift.
  */
 import { writeFileSync } from 'node:fs';
-import { KIND_STATUS, openApiDocument } from '../src/api/index.js';
+import { httpStatusOf, openApiDocument } from '../src/api/index.js';
 import '../src/app.js';
 import { PERMISSIONS, ROLE_PERMISSIONS, ROLES } from '../src/auth/index.js';
 import { declaredErrors } from '../src/core/index.js';
@@ -14,7 +14,7 @@ export function errorsDoc(): string {
     .sort((a, b) => a.code.localeCompare(b.code))
     .map(
       (d) =>
-        `| \`${d.code}\` | ${d.kind} | ${KIND_STATUS[d.kind]} | ${d.retryable ? 'yes' : 'no'} | ${d.doc.replaceAll('|', '\\|')} |`,
+        `| \`${d.code}\` | ${d.kind} | ${httpStatusOf(d.kind)} | ${d.retryable ? 'yes' : 'no'} | ${d.doc.replaceAll('|', '\\|')} |`,
     );
   return [
     '# Error catalogue',

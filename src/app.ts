@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
-import { buildServer, DEFAULT_UI_DIR, Metrics } from './api/index.js';
+import { buildServer, DEFAULT_UI_DIR, IdempotencyService, Metrics } from './api/index.js';
 import { KeyService } from './auth/index.js';
 import { type Config, isLoopbackListen, splitListen } from './config/index.js';
 import { type Clock, systemClock } from './core/index.js';
@@ -12,7 +12,6 @@ import {
   type EvaluationObserver,
   EvaluationService,
 } from './evaluators/index.js';
-import { IdempotencyService } from './idempotency/index.js';
 import { CompleterThread } from './ingest/completer-thread.js';
 import {
   IngestService,

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 /** The code of a file without its comments, so prose may name what code may not use. */
 function code(file: string): string {
   return readFileSync(file, 'utf8')
-    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\/\*[\s\S]*?\*\//g, (comment) => comment.replace(/[^\n]/g, ''))
     .replace(/^\s*\/\/.*$/gm, '');
 }
 
@@ -13,7 +13,7 @@ function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return sources(path);
-    return path.endsWith('.ts') && !path.endsWith('.test.ts') ? [path] : [];
+    return path.endsWith('.ts') && !/\.test(kit)?\.ts$/.test(path) ? [path] : [];
   });
 }
 
@@ -49,5 +49,44 @@ describe('architecture rules that the import checker cannot see', () => {
         !/^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+)*\.ts$/.test(f.split('/').pop() ?? ''),
     );
     expect(bad).toEqual([]);
+  });
+
+  it('error codes are named through their catalogue constant, never spelled as a string', () => {
+    // docs/errors.md lists every declared code (docs-sync.test.ts keeps it exact).
+    const catalogue = new Set(
+      [...readFileSync('docs/errors.md', 'utf8').matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map(
+        (m) => m[1],
+      ),
+    );
+    expect(catalogue.size).toBeGreaterThan(100);
+    const offenders = files.flatMap((f) =>
+      code(f)
+        .split('\n')
+        .flatMap((line, i) =>
+          [...line.matchAll(/['"`]([A-Z][A-Z0-9_]+)['"`]/g)]
+            .filter((m) => catalogue.has(m[1] ?? ''))
+            .map((m) => `${f}:${i + 1} ${m[0]}`),
+        ),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('one table maps error kinds to HTTP statuses and gRPC codes (api/errors.ts)', () => {
+    const offenders = files.filter(
+      (f) => f !== join('src', 'api', 'errors.ts') && /Record<\s*ErrorKind\s*,/.test(code(f)),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('areas learn their state words from the area that owns them, never from the store', () => {
+    const words = /\b(RunStatus|SourcePhase|DeliveryState)\b/;
+    const offenders = files.filter(
+      (f) =>
+        !f.startsWith(join('src', 'store')) &&
+        [...code(f).matchAll(/import[^;]*?\{([^}]*)\}\s*from\s*'[./]*store\/index\.js'/g)].some(
+          (m) => words.test(m[1] ?? ''),
+        ),
+    );
+    expect(offenders).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { Code } from '@connectrpc/connect';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import {
   type ErrorDetail,
@@ -14,22 +15,38 @@ import { OTLP_CONTENT_TYPE, otlpEncodingOf, statusBody } from './otlp-wire.js';
  * `{"error": {"code", "kind", "message", "requestId", "details"?}}`.
  */
 
-export const KIND_STATUS: Readonly<Record<ErrorKind, number>> = {
-  invalid_argument: 400,
-  failed_precondition: 400,
-  unauthenticated: 401,
-  permission_denied: 403,
-  not_found: 404,
-  already_exists: 409,
-  aborted: 409,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  resource_exhausted: 429,
-  internal: 500,
-  unimplemented: 501,
-  unavailable: 503,
-  deadline_exceeded: 504,
+/**
+ * Each error kind on the wire, the one table REST, OTLP and Connect RPC answer from: its HTTP
+ * status and its gRPC status code (kinds are named after the gRPC codes; the two HTTP-only kinds
+ * take the code gRPC itself uses for them).
+ */
+export const KIND_WIRE: Readonly<
+  Record<ErrorKind, { readonly http: number; readonly grpc: Code }>
+> = {
+  invalid_argument: { http: 400, grpc: Code.InvalidArgument },
+  failed_precondition: { http: 400, grpc: Code.FailedPrecondition },
+  unauthenticated: { http: 401, grpc: Code.Unauthenticated },
+  permission_denied: { http: 403, grpc: Code.PermissionDenied },
+  not_found: { http: 404, grpc: Code.NotFound },
+  already_exists: { http: 409, grpc: Code.AlreadyExists },
+  aborted: { http: 409, grpc: Code.Aborted },
+  // gRPC says RESOURCE_EXHAUSTED for a message over a size limit.
+  payload_too_large: { http: 413, grpc: Code.ResourceExhausted },
+  unsupported_media_type: { http: 415, grpc: Code.InvalidArgument },
+  resource_exhausted: { http: 429, grpc: Code.ResourceExhausted },
+  internal: { http: 500, grpc: Code.Internal },
+  unimplemented: { http: 501, grpc: Code.Unimplemented },
+  unavailable: { http: 503, grpc: Code.Unavailable },
+  deadline_exceeded: { http: 504, grpc: Code.DeadlineExceeded },
 };
+
+export function httpStatusOf(kind: ErrorKind): number {
+  return KIND_WIRE[kind].http;
+}
+
+export function grpcCodeOf(kind: ErrorKind): Code {
+  return KIND_WIRE[kind].grpc;
+}
 
 export interface ErrorBody {
   error: {
@@ -91,7 +108,7 @@ export function sendError(
       err = mapped;
     }
   }
-  const status = KIND_STATUS[err.kind];
+  const status = httpStatusOf(err.kind);
   const otlp = (request.routeOptions.config as { otlp?: boolean } | undefined)?.otlp === true;
   if (status >= 500 && isTouchstoneError(raw) && !isShed(raw)) {
     request.log.warn({ code: err.code }, err.message);
@@ -105,7 +122,7 @@ export function sendError(
     return reply
       .code(status)
       .type(OTLP_CONTENT_TYPE[encoding])
-      .send(statusBody(encoding, err.kind, err.message));
+      .send(statusBody(encoding, grpcCodeOf(err.kind), err.message));
   }
   return reply
     .code(status)

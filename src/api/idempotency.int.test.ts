@@ -8,11 +8,10 @@ import { type TestApp, testApp } from '../../test/support/app.js';
 import { storeVariants } from '../../test/support/stores.js';
 import { type KeyService, OPEN_PRINCIPAL } from '../auth/index.js';
 import { FakeClock } from '../core/index.js';
-import { IdempotencyService } from '../idempotency/index.js';
 import { openStore, type Store, StoreErrors } from '../store/index.js';
 import { installAuth } from './auth-hook.js';
 import { sendError } from './errors.js';
-import { idempotentRoutes, installIdempotency } from './idempotency.js';
+import { IdempotencyService, idempotentRoutes, installIdempotency } from './idempotency/index.js';
 
 /**
  * Idempotency-Key over HTTP: the hook on the real app's marked routes (evaluate, webhooks,

@@ -4,7 +4,8 @@
  * metrics. Calls application functions in the domain areas and holds no business logic.
  */
 export { ApiErrors } from './error-codes.js';
-export { KIND_STATUS, toErrorBody } from './errors.js';
+export { httpStatusOf, KIND_WIRE, toErrorBody } from './errors.js';
+export { IdempotencyService } from './idempotency/index.js';
 export { Metrics } from './metrics.js';
 export { openApiDocument } from './openapi.js';
 export { DEFAULT_UI_DIR } from './routes/ui.js';

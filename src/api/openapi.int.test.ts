@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
-import { idempotentRoutes } from './idempotency.js';
+import { idempotentRoutes } from './idempotency/index.js';
 import { OPERATIONS, openApiDocument } from './openapi.js';
 
 /**

@@ -1,5 +1,4 @@
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
-import type { ErrorKind } from '../core/index.js';
 import type { RejectedSpan } from '../ingest/index.js';
 
 /**
@@ -12,24 +11,6 @@ export type OtlpEncoding = 'protobuf' | 'json';
 export const OTLP_CONTENT_TYPE: Record<OtlpEncoding, string> = {
   protobuf: 'application/x-protobuf',
   json: 'application/json',
-};
-
-/** gRPC status codes, as google.rpc.Status carries them. */
-const GRPC_CODE: Record<ErrorKind, number> = {
-  invalid_argument: 3,
-  deadline_exceeded: 4,
-  not_found: 5,
-  already_exists: 6,
-  permission_denied: 7,
-  resource_exhausted: 8,
-  payload_too_large: 8,
-  failed_precondition: 9,
-  aborted: 10,
-  unimplemented: 12,
-  unsupported_media_type: 3,
-  internal: 13,
-  unavailable: 14,
-  unauthenticated: 16,
 };
 
 /** The OTLP/JSON name of a partial success's count, per signal (protobuf numbers it 1 in both). */
@@ -104,12 +85,8 @@ export function logsPartialSuccessMessage(
   return lines.join('\n');
 }
 
-export function statusBody(
-  encoding: OtlpEncoding,
-  kind: ErrorKind,
-  message: string,
-): Buffer | string {
-  const code = GRPC_CODE[kind];
+/** A google.rpc.Status with this gRPC status `code` (api/errors.ts picks it from the kind). */
+export function statusBody(encoding: OtlpEncoding, code: number, message: string): Buffer | string {
   if (encoding === 'json') return JSON.stringify({ code, message });
   return Buffer.from(new BinaryWriter().tag(1, 0).int32(code).tag(2, 2).string(message).finish());
 }

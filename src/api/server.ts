@@ -3,7 +3,6 @@ import type { KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
-import type { IdempotencyService } from '../idempotency/index.js';
 import type { IngestService, TraceQueries } from '../ingest/index.js';
 import type { AnnotationService, PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
@@ -19,7 +18,7 @@ import {
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
-import { installIdempotency } from './idempotency.js';
+import { type IdempotencyService, installIdempotency } from './idempotency/index.js';
 import { parseJsonBody } from './json.js';
 import type { Metrics } from './metrics.js';
 import { datasetRoutes } from './routes/datasets.js';

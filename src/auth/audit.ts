@@ -1,4 +1,4 @@
-import { isTouchstoneError } from '../core/index.js';
+import { CoreErrors, isTouchstoneError } from '../core/index.js';
 import { DEFAULT_PROJECT, type Principal } from './principal.js';
 
 /** The slice of a pino logger audit lines go to. */
@@ -32,7 +32,7 @@ export async function audited<T>(
     logger.info({ ...line, outcome: 'ok' }, 'audit');
     return out;
   } catch (err) {
-    const code = isTouchstoneError(err) ? err.code : 'INTERNAL';
+    const code = isTouchstoneError(err) ? err.code : CoreErrors.INTERNAL.code;
     logger.info({ ...line, outcome: 'refused', code }, 'audit');
     throw err;
   }

@@ -21,6 +21,7 @@ export {
   keyPrincipal,
   OPEN_PRINCIPAL,
   type Principal,
+  principalId,
 } from './principal.js';
 export {
   highestRole,

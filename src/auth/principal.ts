@@ -88,3 +88,13 @@ export function authorize(principal: Principal, permission: Permission, project?
   }
   return target;
 }
+
+/**
+ * The principal's stable name (who holds Idempotency-Keys, who annotated): the API key id for key callers, `<kind>:<id>` for any other identity
+ * (an OIDC subject), `anonymous` when the server runs without authentication.
+ */
+export function principalId(principal: Pick<Principal, 'kind' | 'id'>): string {
+  if (principal.kind === 'open') return 'anonymous';
+  if (principal.kind === 'key') return principal.id;
+  return `${principal.kind}:${principal.id}`;
+}

@@ -36,8 +36,19 @@ export interface ErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * Marks a TouchstoneError. `Symbol.for` gives every copy of this module the same symbol, so an
+ * error thrown by one copy (tests loading both src/ and dist/, a plug-in bundling its own) is
+ * still recognized by another, where `instanceof` would say no.
+ */
+const BRAND: unique symbol = Symbol.for('touchstone.error');
+
 export class TouchstoneError extends Error {
   override readonly name = 'TouchstoneError';
+  /** On the prototype, not the instance: the brand is not an enumerable field of the error. */
+  get [BRAND](): true {
+    return true;
+  }
   readonly kind: ErrorKind;
   readonly code: string;
   readonly retryable: boolean;
@@ -103,8 +114,17 @@ export function declaredErrors(): ErrorDefinition[] {
   return [...catalogue.values()];
 }
 
+/** True for a TouchstoneError from any copy of this module (never use `instanceof`). */
 export function isTouchstoneError(err: unknown): err is TouchstoneError {
-  return err instanceof TouchstoneError;
+  return typeof err === 'object' && err !== null && (err as { [BRAND]?: unknown })[BRAND] === true;
+}
+
+/**
+ * Whether `err` is a TouchstoneError of this catalogue entry: how code branches on an error,
+ * with the code named by its catalogue constant, never as a string.
+ */
+export function isError(err: unknown, def: Pick<ErrorDefinition, 'code'>): err is TouchstoneError {
+  return isTouchstoneError(err) && err.code === def.code;
 }
 
 /** Errors every area may raise. */

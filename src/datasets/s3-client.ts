@@ -6,7 +6,7 @@ import {
   type TouchstoneError,
   withoutTrailingSlashes,
 } from '../core/index.js';
-import type { HttpClient, HttpMethod, HttpResponse } from '../net/index.js';
+import { type HttpClient, type HttpMethod, type HttpResponse, NetErrors } from '../net/index.js';
 import { DatasetErrors } from './error-codes.js';
 
 /** Access keys for SigV4; resolved at every request so rotated secrets apply at once. */
@@ -171,7 +171,7 @@ export class S3Client {
         cause: err,
       });
     }
-    if (err.code === 'OUTBOUND_RESPONSE_TOO_LARGE') {
+    if (err.code === NetErrors.OUTBOUND_RESPONSE_TOO_LARGE.code) {
       return DatasetErrors.DATASET_TOO_LARGE(
         `${this.describe(key)} is larger than the dataset upload limit`,
       );

@@ -22,7 +22,7 @@ export {
   type RecordResults,
 } from './evaluate.js';
 export { ChatUsageSchema, chatUsage, parseChatCompletion } from './judge/chat-completion.js';
-export { createJudges } from './judge/index.js';
+export { createJudges, JudgeErrors } from './judge/index.js';
 export { EvaluatorRegistry } from './registry.js';
 export {
   type BoundEach,

@@ -1,6 +1,12 @@
 import type { Readable } from 'node:stream';
 import { Agent, buildConnector } from 'undici';
-import { type Clock, isTouchstoneError, systemClock, type TouchstoneError } from '../core/index.js';
+import {
+  type Clock,
+  isError,
+  isTouchstoneError,
+  systemClock,
+  type TouchstoneError,
+} from '../core/index.js';
 import type { Connector } from './connector.js';
 import { NetErrors } from './error-codes.js';
 import {
@@ -309,7 +315,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
                   `${method} ${target.host} refused by outbound rules`,
                   { cause: err },
                 );
-            throw from !== undefined && refusal.code === 'OUTBOUND_TARGET_REFUSED'
+            throw from !== undefined && refusal.code === NetErrors.OUTBOUND_TARGET_REFUSED.code
               ? hopRefused(refusal, from, target)
               : refusal;
           }
@@ -330,8 +336,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           // The connector refuses a name that resolves to an internal address; say it was a hop.
           if (
             from !== undefined &&
-            isTouchstoneError(err) &&
-            err.code === 'OUTBOUND_TARGET_REFUSED' &&
+            isError(err, NetErrors.OUTBOUND_TARGET_REFUSED) &&
             !deadline.signal.aborted
           ) {
             throw hopRefused(err, from, target);

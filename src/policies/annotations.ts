@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { authorize, type Principal } from '../auth/index.js';
+import { authorize, type Principal, principalId } from '../auth/index.js';
 import {
   type Annotator,
   type Clock,
@@ -10,7 +10,6 @@ import {
   type Score,
   uniqueDetails,
 } from '../core/index.js';
-import { principalId } from '../idempotency/index.js';
 import { type TraceQueries, traceSummaryView } from '../ingest/index.js';
 import type { Store } from '../store/index.js';
 import type { PolicyEventSink, ResultSink } from './engine.js';

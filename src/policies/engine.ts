@@ -10,6 +10,7 @@ import {
   backoffMs,
   type Clock,
   type EvalRecord,
+  isError,
   isTouchstoneError,
   type Result,
   scoreNumber,
@@ -18,6 +19,7 @@ import {
   type EvaluatorInstance,
   type EvaluatorRegistry,
   type Judge,
+  JudgeErrors,
   runEvaluator,
 } from '../evaluators/index.js';
 import { traceSummaryView } from '../ingest/index.js';
@@ -387,7 +389,7 @@ export class PolicyEngine {
     let judgeTokens = 0;
     let rateLimited = false;
     const onError = (err: unknown, inst: EvaluatorInstance) => {
-      if (isTouchstoneError(err) && err.code === 'JUDGE_RATE_LIMITED') rateLimited = true;
+      if (isError(err, JudgeErrors.JUDGE_RATE_LIMITED)) rateLimited = true;
       else
         this.deps.logger?.warn(
           { err, policy: policy.name, evaluator: inst.name },

@@ -1,9 +1,10 @@
 import { type Clock, isTouchstoneError } from '../core/index.js';
 import type { EvaluatorRegistry } from '../evaluators/index.js';
-import type { RunRecord, RunStatus, Store, StoreTransaction } from '../store/index.js';
+import type { RunRecord, Store, StoreTransaction } from '../store/index.js';
 import type { RunPayload } from '../webhooks/index.js';
 import { evaluateGates, type GateResult } from './gates.js';
 import { type CompiledRun, compileStoredSpec } from './spec.js';
+import type { RunStatus } from './states.js';
 import { type MetricSummary, summarize } from './summaries.js';
 import { runView } from './view.js';
 

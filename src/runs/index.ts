@@ -46,6 +46,7 @@ export {
   type RunSpec,
   RunSpecSchema,
 } from './spec.js';
+export { RUN_STATUSES, type RunStatus } from './states.js';
 export {
   type MetricInfo,
   type MetricSummary,

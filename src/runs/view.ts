@@ -1,4 +1,5 @@
-import type { RunItemResults, RunRecord, RunStatus } from '../store/index.js';
+import type { RunItemResults, RunRecord } from '../store/index.js';
+import type { RunStatus } from './states.js';
 
 /** How a run and its results read in the API (REST, CLI `--json`, webhook payloads). */
 

@@ -39,6 +39,7 @@ export {
   type SourceStatus,
   type SourceView,
 } from './service.js';
+export { SOURCE_PHASES, type SourcePhase } from './states.js';
 export {
   SourceDirectory,
   SourceResultSink,

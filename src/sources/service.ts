@@ -11,6 +11,7 @@ import type {
 } from '../store/index.js';
 import { SourceErrors } from './error-codes.js';
 import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
+import type { SourcePhase } from './states.js';
 
 /** What the service needs of credential grants (src/net's resolver fits it). */
 export interface GrantCheck {
@@ -35,7 +36,7 @@ export type SourceView = Record<string, unknown>;
 
 /** The status a source shows (get; the list view's columns come from it). */
 export interface SourceStatus {
-  phase: 'backfilling' | 'tailing' | 'paused' | 'error';
+  phase: SourcePhase;
   /** Seconds since the last complete pull began; null before the first one. */
   lagSeconds: number | null;
   recordsPerSecond: number;

@@ -55,6 +55,7 @@ export {
 } from './resource.js';
 export { type AppliedWebhook, WebhookService } from './service.js';
 export { signatureHeader } from './signature.js';
+export { DELIVERY_STATES, type DeliveryState } from './states.js';
 
 /** Everything the composition root wires for webhooks. */
 export interface Webhooks {

@@ -1,13 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Principal } from '../../auth/index.js';
-import {
-  IDEMPOTENCY_HEADER,
-  parseIdempotencyKey,
-  principalId,
-  REPLAYED_HEADER,
-} from '../../idempotency/index.js';
+import { type Principal, principalId } from '../../auth/index.js';
+import { IDEMPOTENCY_HEADER, parseIdempotencyKey, REPLAYED_HEADER } from '../idempotency/index.js';
 import { connectErrorFromBody } from './errors.js';
 
 /** The request facts an RPC handler needs, handed over from Fastify by `contextValues`. */
@@ -35,7 +30,7 @@ export interface StoredOutcome {
 }
 
 /**
- * The idempotency service's surface the RPC handlers use (src/idempotency): runs `fn` once per
+ * The idempotency service's surface the RPC handlers use (api/idempotency): runs `fn` once per
  * principal, operation and key, replays its stored outcome for 24 hours (a stored refusal is
  * thrown again), and refuses the same key with another payload digest or while the first call
  * is still running.

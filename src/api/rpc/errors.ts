@@ -5,31 +5,14 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorKind, isTouchstoneError, type TouchstoneError } from '../../core/index.js';
 import { isShed } from '../admission.js';
 import { ApiErrors } from '../error-codes.js';
+import { grpcCodeOf, KIND_WIRE } from '../errors.js';
 
 /**
- * TouchstoneErrors in Connect/gRPC terms: the kind becomes the status code (kinds are named after
- * the gRPC codes), the message stays as is, and the stable `code` and the request id travel in
+ * TouchstoneErrors in Connect/gRPC terms: the kind becomes the status code of api/errors.ts's one
+ * table (`KIND_WIRE`), the message stays as is, and the stable `code` and the request id travel in
  * response metadata (`touchstone-error-code`, `x-request-id`), with `retry-after` on retryable
  * refusals, as REST sends them.
  */
-
-export const KIND_CODE: Readonly<Record<ErrorKind, Code>> = {
-  invalid_argument: Code.InvalidArgument,
-  failed_precondition: Code.FailedPrecondition,
-  not_found: Code.NotFound,
-  already_exists: Code.AlreadyExists,
-  aborted: Code.Aborted,
-  permission_denied: Code.PermissionDenied,
-  unauthenticated: Code.Unauthenticated,
-  resource_exhausted: Code.ResourceExhausted,
-  unavailable: Code.Unavailable,
-  deadline_exceeded: Code.DeadlineExceeded,
-  unimplemented: Code.Unimplemented,
-  internal: Code.Internal,
-  // gRPC says RESOURCE_EXHAUSTED for a message over a size limit.
-  payload_too_large: Code.ResourceExhausted,
-  unsupported_media_type: Code.InvalidArgument,
-};
 
 function metadataOf(err: TouchstoneError, requestId: string): Headers {
   const headers = new Headers({ 'touchstone-error-code': err.code, 'x-request-id': requestId });
@@ -61,10 +44,13 @@ export function toConnectError(
       `internal error; the server log has details under request id ${requestId}`,
     );
   }
-  if (KIND_CODE[known.kind] === Code.Internal || (known.kind === 'unavailable' && !isShed(known))) {
+  if (
+    grpcCodeOf(known.kind) === Code.Internal ||
+    (known.kind === 'unavailable' && !isShed(known))
+  ) {
     log.warn({ code: known.code }, known.message);
   }
-  return new ConnectError(known.message, KIND_CODE[known.kind], metadataOf(known, requestId));
+  return new ConnectError(known.message, grpcCodeOf(known.kind), metadataOf(known, requestId));
 }
 
 /** A stored REST-style error body (`{"error": {code, kind, message}}`) as a ConnectError. */
@@ -75,7 +61,8 @@ export function connectErrorFromBody(
 ): ConnectError {
   const error = (body as { error?: { code?: unknown; kind?: unknown; message?: unknown } })?.error;
   const kind = typeof error?.kind === 'string' ? (error.kind as ErrorKind) : undefined;
-  const code = kind !== undefined && kind in KIND_CODE ? KIND_CODE[kind] : Code.Unknown;
+  const code =
+    kind !== undefined && Object.hasOwn(KIND_WIRE, kind) ? grpcCodeOf(kind) : Code.Unknown;
   const headers = new Headers({ 'x-request-id': requestId });
   if (typeof error?.code === 'string') headers.set('touchstone-error-code', error.code);
   return new ConnectError(

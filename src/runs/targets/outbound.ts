@@ -1,4 +1,4 @@
-import { backoffMs, type Clock, isTouchstoneError } from '../../core/index.js';
+import { backoffMs, type Clock, isError, isTouchstoneError } from '../../core/index.js';
 import {
   createHttpClient,
   createOutboundGuard,
@@ -6,6 +6,7 @@ import {
   type HttpRequest,
   type HttpResponse,
   isRetryableStatus,
+  NetErrors,
   type OutboundGuard,
 } from '../../net/index.js';
 import type { TargetDeps } from './contract.js';
@@ -66,14 +67,14 @@ export async function sendWithRetries(
       res = await http.request({ ...request, signal });
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      if (isTouchstoneError(err) && err.code === 'OUTBOUND_RESPONSE_TOO_LARGE') {
+      if (isError(err, NetErrors.OUTBOUND_RESPONSE_TOO_LARGE)) {
         throw TargetErrors.TARGET_OUTPUT_TOO_LARGE(`${where}: ${err.message}`, { cause: err });
       }
       if (isTouchstoneError(err) && err.retryable && attempt < retries) {
         await sleep(backoff(attempt, baseDelayMs), signal);
         continue;
       }
-      if (isTouchstoneError(err) && err.code === 'OUTBOUND_TARGET_REFUSED') throw err;
+      if (isError(err, NetErrors.OUTBOUND_TARGET_REFUSED)) throw err;
       throw TargetErrors.TARGET_REQUEST_FAILED(
         `${where} failed after ${attempt + 1} attempt${attempt === 0 ? '' : 's'}: ${err instanceof Error ? err.message : 'network error'}`,
         { cause: err },

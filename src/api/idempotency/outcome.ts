@@ -5,8 +5,8 @@ import {
   type ErrorKind,
   isTouchstoneError,
   TouchstoneError,
-} from '../core/index.js';
-import { type IdempotencyOutcome, StoreErrors } from '../store/index.js';
+} from '../../core/index.js';
+import { type IdempotencyOutcome, StoreErrors } from '../../store/index.js';
 import { IdempotencyErrors } from './error-codes.js';
 
 /** `status` of a stored TouchstoneError (a caller without HTTP statuses, e.g. RPC `execute`). */

@@ -1,27 +1,28 @@
 import { createHash } from 'node:crypto';
 import { pipeline, Readable, Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isTouchstoneError } from '../core/index.js';
+import { principalId } from '../../auth/index.js';
+import { isTouchstoneError } from '../../core/index.js';
+import type { IdempotencyOutcome, IdempotencyScope } from '../../store/index.js';
 import {
-  EMPTY_SHA256,
   ERROR_OUTCOME_STATUS,
   errorFromOutcome,
-  type HeldKey,
-  IDEMPOTENCY_HEADER,
-  type IdempotencyService,
   isOutcomeUnknown,
   outcomeUncertain,
+  secretNotReplayed,
+  withhold,
+} from './outcome.js';
+import {
+  EMPTY_SHA256,
+  IDEMPOTENCY_HEADER,
   parseIdempotencyKey,
-  principalId,
   REPLAYED_HEADER,
   requestDigest,
-  secretNotReplayed,
   sha256Hex,
-  withhold,
-} from '../idempotency/index.js';
-import type { IdempotencyOutcome, IdempotencyScope } from '../store/index.js';
-import './context.js';
-import { KIND_STATUS, toErrorBody } from './errors.js';
+} from './request.js';
+import type { HeldKey, IdempotencyService } from './service.js';
+import '../context.js';
+import { httpStatusOf, toErrorBody } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -211,7 +212,10 @@ function keyedHooks(service: IdempotencyService) {
       if (err !== undefined && isOutcomeUnknown(err)) {
         await held.uncertain();
         const uncertain = outcomeUncertain('the database failed after the write was sent');
-        reply.code(KIND_STATUS[uncertain.kind]).header('retry-after', '1').type('application/json');
+        reply
+          .code(httpStatusOf(uncertain.kind))
+          .header('retry-after', '1')
+          .type('application/json');
         return JSON.stringify(toErrorBody(uncertain, String(request.id)));
       }
       const status = reply.statusCode;
@@ -224,7 +228,7 @@ function keyedHooks(service: IdempotencyService) {
       if (bytes.byteLength > service.options.maxResponseBytes) {
         const tooLarge = service.responseTooLarge(bytes.byteLength);
         const body = Buffer.from(JSON.stringify(toErrorBody(tooLarge, String(request.id))));
-        const code = KIND_STATUS[tooLarge.kind];
+        const code = httpStatusOf(tooLarge.kind);
         reply.code(code).type('application/json');
         await held.complete({
           status: code,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CoreErrors } from '../core/index.js';
-import { StoreErrors } from '../store/index.js';
+import { principalId } from '../../auth/index.js';
+import { CoreErrors } from '../../core/index.js';
+import { StoreErrors } from '../../store/index.js';
 import {
   ERROR_OUTCOME_STATUS,
   errorFromOutcome,
@@ -10,7 +11,7 @@ import {
   secretNotReplayed,
   withhold,
 } from './outcome.js';
-import { parseIdempotencyKey, principalId, requestDigest, sha256Hex } from './request.js';
+import { parseIdempotencyKey, requestDigest, sha256Hex } from './request.js';
 import { readKeyedStream, unaryDigest } from './stream.js';
 
 function thrown(fn: () => unknown): Error & { code?: string } {

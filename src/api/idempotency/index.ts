@@ -1,12 +1,12 @@
 /**
- * @module idempotency
  * Idempotency-Key handling for retryable writes, REST and RPC alike: the key's scope (principal,
- * operation, key) and request digest, the atomic reservation, stored outcomes replayed for 24
- * hours, the per-scope limits (1024 keys, 64 MiB) and their eviction, uncertain outcomes, the
- * limits of keyed write streams, and the expiry sweep. Imports core, auth types and store ports;
- * never api/ (the Fastify hook that applies it to marked routes lives in api/idempotency.ts).
+ * operation, key) and request digest, the atomic reservation, stored outcomes (HTTP statuses and
+ * bodies) replayed for 24 hours, the per-scope limits (1024 keys, 64 MiB) and their eviction,
+ * uncertain outcomes, the limits of keyed write streams, the expiry sweep, and the Fastify hook
+ * that applies it to marked routes (hook.ts). An edge concern: domain areas never see a key.
  */
 export { IdempotencyErrors } from './error-codes.js';
+export { type IdempotentRoute, idempotentRoutes, installIdempotency } from './hook.js';
 export {
   IDEMPOTENCY_DEFAULTS,
   type IdempotencyOptions,
@@ -28,7 +28,6 @@ export {
   EMPTY_SHA256,
   IDEMPOTENCY_HEADER,
   parseIdempotencyKey,
-  principalId,
   REPLAYED_HEADER,
   requestDigest,
   sha256Hex,

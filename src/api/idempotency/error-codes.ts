@@ -1,4 +1,4 @@
-import { defineErrors } from '../core/index.js';
+import { defineErrors } from '../../core/index.js';
 
 export const IdempotencyErrors = defineErrors({
   IDEMPOTENCY_KEY_INVALID: {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Principal } from '../auth/index.js';
 import { IdempotencyErrors } from './error-codes.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -32,16 +31,6 @@ export function parseIdempotencyKey(
     );
   }
   return value;
-}
-
-/**
- * Whose keys these are: the API key id for key callers, `<kind>:<id>` for any other identity
- * (an OIDC subject), `anonymous` when the server runs without authentication.
- */
-export function principalId(principal: Pick<Principal, 'kind' | 'id'>): string {
-  if (principal.kind === 'open') return 'anonymous';
-  if (principal.kind === 'key') return principal.id;
-  return `${principal.kind}:${principal.id}`;
 }
 
 export function sha256Hex(data: Uint8Array | string): string {

@@ -2,16 +2,18 @@ import { randomBytes } from 'node:crypto';
 import {
   BackgroundLoop,
   type Clock,
+  CoreErrors,
+  isError,
   isTouchstoneError,
   type TouchstoneError,
-} from '../core/index.js';
+} from '../../core/index.js';
 import type {
   IdempotencyOutcome,
   IdempotencyRecord,
   IdempotencyScope,
   Store,
   StoreTransaction,
-} from '../store/index.js';
+} from '../../store/index.js';
 import { IdempotencyErrors } from './error-codes.js';
 import { IDEMPOTENCY_DEFAULTS, type IdempotencyOptions } from './limits.js';
 import {
@@ -189,7 +191,7 @@ export class IdempotencyService {
       } catch (err) {
         // The scope lock makes a lost insert race impossible on PostgreSQL and SQLite alike;
         // should one happen anyway, the next round reads the winner's record.
-        if (attempt === 0 && isTouchstoneError(err) && err.code === 'ALREADY_EXISTS') continue;
+        if (attempt === 0 && isError(err, CoreErrors.ALREADY_EXISTS)) continue;
         throw err;
       }
     }

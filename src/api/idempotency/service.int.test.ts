@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type StoreTarget, storeVariants, variantTarget } from '../../test/support/stores.js';
-import { CoreErrors, FakeClock, type TouchstoneError } from '../core/index.js';
-import { type IdempotencyScope, type Store, StoreErrors } from '../store/index.js';
+import { type StoreTarget, storeVariants, variantTarget } from '../../../test/support/stores.js';
+import { CoreErrors, FakeClock, type TouchstoneError } from '../../core/index.js';
+import { type IdempotencyScope, type Store, StoreErrors } from '../../store/index.js';
 import { IDEMPOTENCY_DEFAULTS, type IdempotencyOptions } from './limits.js';
 import { IdempotencyService } from './service.js';
 
