@@ -3,7 +3,8 @@
  * - core imports nothing internal;
  * - an area is entered only through its index.ts (no reaching into another area's files);
  * - domain areas never import the edges (api, cli, mcp) or the composition root;
- * - only app.ts and store tests import the concrete store adapters.
+ * - only app.ts and store tests import the concrete store adapters;
+ * - nothing in src/ but its *.test.ts files imports test/.
  */
 const AREAS =
   '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
@@ -68,6 +69,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: ['^src/store/', '^src/app\\.ts$'] },
       to: { path: '^src/store/(sqlite|postgres)/' },
+    },
+    {
+      name: 'src-not-test',
+      comment:
+        'shipped code never imports test/; only test files beside the code may use its helpers',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^test/' },
     },
     {
       name: 'no-circular',
