@@ -6,11 +6,14 @@
  * fetches and writes back. Imports core, config, net, store ports and other areas' index only.
  */
 export type * from './connector.js';
+export { CAPABILITIES, DEFAULT_CONNECTOR_SETTINGS, defineConnector } from './connector.js';
 export {
-  CONNECTORS,
-  type ConnectorContext,
-  type ConnectorManifest,
+  BUILTIN_CONNECTORS,
+  CONNECTOR_FACTORIES,
+  type ConnectorBuilder,
+  ConnectorRegistry,
   findConnector,
+  refusedVariant,
 } from './connectors/index.js';
 export { SourceErrors } from './error-codes.js';
 export {
