@@ -152,6 +152,9 @@ function declarationOf(spec: SourceSpec, connectors: ConnectorRegistry): Connect
     );
   }
   const factory = connectors.get(connector, variant);
+  if (factory === undefined && variant === undefined) {
+    invalid([{ path: 'spec.variant', message: `connector ${connector} needs a variant` }]);
+  }
   if (factory === undefined) {
     const owners = connectors
       .list()

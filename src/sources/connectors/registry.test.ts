@@ -113,6 +113,10 @@ describe('a connector declared outside the built-in list', () => {
     expect(
       failure(() => parseSource(toySource({ variant: 'databricks' }), withVariant))?.details,
     ).toEqual([{ path: 'spec.variant', message: 'a variant applies only to connector mlflow' }]);
+    const variantsOnly = new ConnectorRegistry([toyConnector(['list', 'fetch'], 'eu').factory]);
+    expect(failure(() => parseSource(toySource(), variantsOnly))?.details).toEqual([
+      { path: 'spec.variant', message: 'connector toy needs a variant' },
+    ]);
     expect(failure(() => parseSource(toySource({ variant: 'azureml' }), withVariant))?.code).toBe(
       'SOURCE_VARIANT_REFUSED',
     );
