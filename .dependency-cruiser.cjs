@@ -8,6 +8,7 @@
  *   are leaves that import nothing, and the only files of another area the store may import
  *   besides index.ts: the store records these words, and the area (which imports the store)
  *   owns them.
+ * - nothing in src/ but its *.test.ts files imports test/.
  */
 const AREAS =
   '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|api|mcp|guardrails|plugins|cli|client)';
@@ -91,6 +92,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: ['^src/store/', '^src/app\\.ts$'] },
       to: { path: '^src/store/(sqlite|postgres)/' },
+    },
+    {
+      name: 'src-not-test',
+      comment:
+        'shipped code never imports test/; only test files beside the code may use its helpers',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^test/' },
     },
     {
       name: 'no-circular',

@@ -40,6 +40,7 @@ import {
   type TargetDeps,
 } from './runs/index.js';
 import {
+  type ConnectorSettings,
   compileOverrides,
   findConnector,
   type ParsedSource,
@@ -232,6 +233,7 @@ export function createSourceService(
 function connectorFactory(
   http: HttpClient,
   credentials: CredentialResolver,
+  settings: ConnectorSettings,
 ): (source: ParsedSource, project: string) => Promise<TraceStoreConnector> {
   return async (source, project) => {
     const manifest = findConnector(source.spec.connector, source.spec.variant);
@@ -245,7 +247,11 @@ function connectorFactory(
       source.spec.credentials === undefined
         ? undefined
         : await credentials.resolveGranted(source.spec.credentials, project, host);
-    return manifest.create(source, { http, ...(credential === undefined ? {} : { credential }) });
+    return manifest.create(source, {
+      http,
+      settings,
+      ...(credential === undefined ? {} : { credential }),
+    });
   };
 }
 
@@ -373,7 +379,9 @@ async function assemble(
     proxy: proxySettingsFromConfig(config.proxy),
   });
   const credentials = credentialResolver(config, deps.env);
-  const connector = connectorFactory(sourceHttp, credentials);
+  const connector = connectorFactory(sourceHttp, credentials, {
+    maxAttributeBytes: config.traces.max_attribute_bytes,
+  });
   const pulled = new PulledTraceWriter({
     store,
     redactor,

@@ -1,4 +1,6 @@
+import type { z } from 'zod';
 import type { Attributes, Score, Span } from '../core/index.js';
+import type { HttpClient } from '../net/index.js';
 
 /**
  * The connector contract. A connector only talks to one kind of store: it lists traces by start
@@ -96,4 +98,89 @@ export interface TraceStoreConnector {
    * must not make duplicates).
    */
   writeBack(items: readonly WriteBackItem[], signal?: AbortSignal): Promise<WriteBackOutcome[]>;
+}
+
+/**
+ * What a connector can do, declared by its manifest and asked by the code that needs it instead
+ * of a connector's name: `write-back` lets a source enable `writeBack`; `long-running-search`
+ * says a list may start a search the store runs on its own time (Databricks catalog schemas).
+ * Every connector lists and fetches: a source reads traces.
+ */
+export const CAPABILITIES = ['list', 'fetch', 'write-back', 'long-running-search'] as const;
+export type Capability = (typeof CAPABILITIES)[number];
+
+/** The part of a source's spec a connector reads, as the source's schema parsed it. */
+export interface SourceConnection {
+  connector: string;
+  variant?: string | undefined;
+  endpoint: string;
+  locations: readonly string[];
+  auth?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** Server settings a connector is built with, passed in by the composition root. */
+export interface ConnectorSettings {
+  /** Longest string attribute kept, as for pushed traces (`traces.max_attribute_bytes`). */
+  maxAttributeBytes: number;
+  /** Page size when a list query names none; the connector's own default when absent. */
+  pageSize?: number;
+}
+
+/**
+ * Settings of a connector built without any (tests, tools). The server always passes its own;
+ * a test keeps this equal to the `traces.max_attribute_bytes` default.
+ */
+export const DEFAULT_CONNECTOR_SETTINGS: ConnectorSettings = { maxAttributeBytes: 64 * 1024 };
+
+export interface ConnectorContext {
+  /** The guarded outbound client. */
+  http: HttpClient;
+  /** The credential's value (bearer token, API key…), resolved at each build (rotation). */
+  credential?: string;
+  settings: ConnectorSettings;
+}
+
+/** A connector's declaration of itself: what it is, can do and accepts. */
+export interface ConnectorManifest<C extends z.ZodType = z.ZodType> {
+  /** `spec.connector`, e.g. `mlflow`. */
+  type: string;
+  /** `spec.variant`; absent for the store's own open-source flavour. */
+  variant?: string;
+  description: string;
+  capabilities: readonly Capability[];
+  /**
+   * Validates the connection part of the spec for this connector and gives the config `create`
+   * takes; its issues are reported under `spec.` with their paths.
+   */
+  config: C;
+  /**
+   * `spec.auth.<key>` this declaration owns, with its schema (the source's schema is strict: a
+   * key nobody declares is an unknown field).
+   */
+  auth?: { key: string; schema: z.ZodType };
+  /**
+   * Rules with an outcome of their own (a refusal code, not SOURCE_INVALID): throw it. Runs
+   * before `config`.
+   */
+  rules?(spec: SourceConnection): void;
+  /** Page sizes: the default when a query names none and the largest the store accepts. */
+  defaults: { pageSize: number; maxPageSize: number };
+}
+
+/**
+ * A connector type (or variant) as one declaration: its manifest and how it is built. Without
+ * `create` it is declared but not built in this version: its specs validate, applying one is
+ * refused as not supported yet. With `refused` every spec naming it is refused with that reason.
+ */
+export interface ConnectorFactory<C extends z.ZodType = z.ZodType> {
+  manifest: ConnectorManifest<C>;
+  create?(config: z.infer<C>, ctx: ConnectorContext): TraceStoreConnector;
+  refused?: string;
+}
+
+/** Keeps the config type flowing from the schema to `create`. */
+export function defineConnector<C extends z.ZodType>(
+  factory: ConnectorFactory<C>,
+): ConnectorFactory<C> {
+  return factory;
 }

@@ -3,14 +3,20 @@
  * Trace sources: the TraceSource resource, the manager that pulls traces from external stores
  * (watermark, per-source lease, deferral, version skip, rate cap, backoff, status), write-back of
  * scores with its ledger, and the connectors (connectors/<store>). A connector only lists,
- * fetches and writes back. Imports core, config, net, store ports and other areas' index only.
+ * fetches and writes back; each store or variant is one declaration (type, variant,
+ * capabilities, config schema, rules, defaults) in the static list of connectors/index.ts, and
+ * gets its settings from the caller. Imports core, config, net, store ports and other areas'
+ * index only.
  */
 export type * from './connector.js';
+export { CAPABILITIES, DEFAULT_CONNECTOR_SETTINGS, defineConnector } from './connector.js';
 export {
-  CONNECTORS,
-  type ConnectorContext,
-  type ConnectorManifest,
+  BUILTIN_CONNECTORS,
+  CONNECTOR_FACTORIES,
+  type ConnectorBuilder,
+  ConnectorRegistry,
   findConnector,
+  refusedVariant,
 } from './connectors/index.js';
 export { SourceErrors } from './error-codes.js';
 export {

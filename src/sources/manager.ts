@@ -12,6 +12,7 @@ import {
 import type { PulledTrace } from '../ingest/index.js';
 import type { SourceRecord, SourceState, SourceTrace, Store } from '../store/index.js';
 import type { TraceHeader, TraceStoreConnector } from './connector.js';
+import type { ConnectorRegistry } from './connectors/index.js';
 import { failureText, loggedError, type RedactText } from './error-text.js';
 import { type ParsedSource, parseSource } from './resource.js';
 
@@ -54,6 +55,8 @@ export const DEFAULT_MANAGER_OPTIONS: SourceManagerOptions = {
 export interface SourceManagerDeps {
   store: Store;
   clock: Clock;
+  /** The declarations stored specs are read with; this build's by default. */
+  connectors?: ConnectorRegistry;
   /** Builds the connector of a source (its credential resolved at each call). */
   connector(
     source: ParsedSource,
@@ -170,7 +173,7 @@ export class SourceManager {
   /** One pull of one source: pages until the store has no more, the budget ends, or it fails. */
   async pull(record: SourceRecord, initial: SourceState, lease: string): Promise<void> {
     const { store, clock } = this.deps;
-    const source = parseSource(record.resource);
+    const source = parseSource(record.resource, this.deps.connectors);
     const { spec } = source;
     const project = record.project;
     const started = clock.now();

@@ -10,11 +10,15 @@ import {
   ResourceNameSchema,
 } from '../core/index.js';
 import type { SourceRecord } from '../store/index.js';
+import type { ConnectorFactory } from './connector.js';
+import { BUILTIN_CONNECTORS, type ConnectorRegistry } from './connectors/index.js';
 import { SourceErrors } from './error-codes.js';
 
 /**
  * The TraceSource resource: its schema (the same at apply, `validate_only`, `--dry-run` and in the
- * CLI) and the cross-field rules of the spec (variants, locations, auth). What needs the network
+ * CLI) and the cross-field rules of the spec. The connector named owns its part (locations, auth,
+ * variants' rules) through its declaration (connectors/); here are the rules every source
+ * shares (overrides, scheduled mode, write-back needing the capability). What needs the network
  * or the server's grants (endpoint rules, credential grants, policies existing) is checked by the
  * service.
  */
@@ -23,8 +27,9 @@ export const API_VERSION = RESOURCE_API_VERSION;
 export const KIND = 'TraceSource';
 export const PROJECT_LABEL = RESOURCE_PROJECT_LABEL;
 
-export const CONNECTORS = ['mlflow', 'phoenix', 'langfuse'] as const;
-export const VARIANTS = ['databricks', 'sagemaker', 'azureml'] as const;
+/** Connector types and variants of this build, in declaration order. */
+export const CONNECTORS = BUILTIN_CONNECTORS.types();
+export const VARIANTS = BUILTIN_CONNECTORS.variants();
 /** Record fields an override may set (besides `metadata.<key>` and `labels.<key>`). */
 export const OVERRIDE_FIELDS = ['input', 'output', 'reference', 'context'] as const;
 
@@ -49,46 +54,58 @@ const CredentialsSchema = z.union([
   }),
 ]);
 
-export const SourceSpecSchema = z.strictObject({
-  connector: z.enum(CONNECTORS),
-  variant: z.enum(VARIANTS).optional(),
-  endpoint: z
-    .string()
-    .max(2048)
-    .refine((text) => /^https?:\/\//i.test(text) && URL.canParse(text), {
-      message: 'an absolute http or https URL',
-    }),
-  locations: z.array(z.string().min(1).max(512)).max(100).default([]),
-  credentials: CredentialsSchema.optional(),
-  auth: z
-    .strictObject({
-      databricks: z
-        .strictObject({
-          clientId: z.string().min(1).optional(),
-          sqlWarehouseId: z.string().min(1).optional(),
-        })
-        .optional(),
-      sigv4: z
-        .strictObject({ arn: z.string().regex(/^arn:[a-z-]+:sagemaker:/, 'a SageMaker ARN') })
-        .optional(),
-    })
-    .optional(),
-  backfill: z.strictObject({ since: duration(0, 8760 * HOUR, 'between 0 and 8760h') }).optional(),
-  poll: z
-    .strictObject({
-      interval: duration(1000, 24 * HOUR, 'between 1s and 24h').prefault('30s'),
-      maxRecordsPerSecond: z.int().min(1).max(100_000).optional(),
-    })
-    .prefault({}),
-  maxTraceDuration: duration(1000, 24 * HOUR, 'between 1s and 24h').prefault('30m'),
-  maxInProgressAge: duration(1000, 7 * 24 * HOUR, 'between 1s and 168h').prefault('1h'),
-  policies: z.array(name).max(64).default([]),
-  writeBack: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
-  traceLabels: z.record(z.string().min(1).max(128), z.string().max(1024)).default({}),
-  overrides: z.record(z.string(), z.string().min(1).max(4096)).default({}),
-  schedule: z.record(z.string(), z.unknown()).optional(),
-  runSpec: z.record(z.string(), z.unknown()).optional(),
-});
+/** `spec.auth`: one optional key per declaration that owns one (`databricks`, `sigv4`). */
+function authSchema(connectors: ConnectorRegistry) {
+  const keys = connectors
+    .list()
+    .flatMap((f) => (f.manifest.auth === undefined ? [] : [f.manifest.auth]));
+  return z.strictObject(Object.fromEntries(keys.map((a) => [a.key, a.schema.optional()])));
+}
+
+/** The spec's schema over the connectors of `connectors`. */
+function specSchema(connectors: ConnectorRegistry) {
+  return z.strictObject({
+    connector: z.enum(connectors.types() as [string, ...string[]]),
+    variant: z.enum(connectors.variants() as [string, ...string[]]).optional(),
+    endpoint: z
+      .string()
+      .max(2048)
+      .refine((text) => /^https?:\/\//i.test(text) && URL.canParse(text), {
+        message: 'an absolute http or https URL',
+      }),
+    locations: z.array(z.string().min(1).max(512)).max(100).default([]),
+    credentials: CredentialsSchema.optional(),
+    auth: authSchema(connectors).optional(),
+    backfill: z.strictObject({ since: duration(0, 8760 * HOUR, 'between 0 and 8760h') }).optional(),
+    poll: z
+      .strictObject({
+        interval: duration(1000, 24 * HOUR, 'between 1s and 24h').prefault('30s'),
+        maxRecordsPerSecond: z.int().min(1).max(100_000).optional(),
+      })
+      .prefault({}),
+    maxTraceDuration: duration(1000, 24 * HOUR, 'between 1s and 24h').prefault('30m'),
+    maxInProgressAge: duration(1000, 7 * 24 * HOUR, 'between 1s and 168h').prefault('1h'),
+    policies: z.array(name).max(64).default([]),
+    writeBack: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
+    traceLabels: z.record(z.string().min(1).max(128), z.string().max(1024)).default({}),
+    overrides: z.record(z.string(), z.string().min(1).max(4096)).default({}),
+    schedule: z.record(z.string(), z.unknown()).optional(),
+    runSpec: z.record(z.string(), z.unknown()).optional(),
+  });
+}
+
+const specSchemas = new WeakMap<ConnectorRegistry, ReturnType<typeof specSchema>>();
+
+function specSchemaOf(connectors: ConnectorRegistry): ReturnType<typeof specSchema> {
+  let schema = specSchemas.get(connectors);
+  if (schema === undefined) {
+    schema = specSchema(connectors);
+    specSchemas.set(connectors, schema);
+  }
+  return schema;
+}
+
+export const SourceSpecSchema = specSchemaOf(BUILTIN_CONNECTORS);
 export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 
 export const SourceResourceSchema = z.strictObject({
@@ -119,78 +136,51 @@ function invalid(details: ErrorDetail[]): never {
   throw SourceErrors.SOURCE_INVALID(`invalid source: ${describeDetails(details)}`, { details });
 }
 
-/** The spec's own rules between fields; each violation with its path and the spec's outcome. */
-function crossFieldRules(spec: SourceSpec): void {
+/**
+ * The declaration a spec names: a refused variant is refused here, a variant on a type that has
+ * no such variant is invalid.
+ */
+function declarationOf(spec: SourceSpec, connectors: ConnectorRegistry): ConnectorFactory {
   const { variant, connector } = spec;
-  if (variant === 'azureml') {
+  const refused = connectors
+    .list()
+    .find((f) => f.refused !== undefined && f.manifest.variant === variant);
+  if (variant !== undefined && refused !== undefined) {
     throw SourceErrors.SOURCE_VARIANT_REFUSED(
-      'variant "azureml" is not supported: Azure Machine Learning sources are refused',
-      { details: [{ path: 'spec.variant', message: 'azureml is refused' }] },
+      `variant "${variant}" is not supported: ${refused.refused}`,
+      { details: [{ path: 'spec.variant', message: `${variant} is refused` }] },
     );
   }
-  if (variant !== undefined && connector !== 'mlflow') {
-    invalid([{ path: 'spec.variant', message: 'a variant applies only to connector mlflow' }]);
+  const factory = connectors.get(connector, variant);
+  if (factory === undefined && variant === undefined) {
+    invalid([{ path: 'spec.variant', message: `connector ${connector} needs a variant` }]);
   }
-  const details: ErrorDetail[] = [];
-  if (connector === 'phoenix' && spec.locations.length !== 1) {
-    details.push({ path: 'spec.locations', message: 'phoenix takes exactly one project' });
+  if (factory === undefined) {
+    const owners = connectors
+      .list()
+      .filter((f) => f.manifest.variant === variant)
+      .map((f) => f.manifest.type);
+    invalid([
+      {
+        path: 'spec.variant',
+        message: `a variant applies only to connector ${owners.join(' or ')}`,
+      },
+    ]);
   }
-  if (connector === 'langfuse' && spec.locations.length > 1) {
-    details.push({ path: 'spec.locations', message: 'langfuse takes at most one environment' });
-  }
-  if (connector === 'mlflow' && spec.locations.length === 0) {
-    details.push({ path: 'spec.locations', message: 'name at least one experiment (name or id)' });
-  }
-  if (variant === 'databricks') {
-    const ids = spec.locations.filter((l) => /^\d+$/.test(l));
-    const schemas = spec.locations.filter((l) => /^[^.\s]+\.[^.\s]+$/.test(l));
-    if (ids.length > 0 && schemas.length > 0) {
-      throw SourceErrors.SOURCE_LOCATIONS_MIXED(
-        'a source reads either experiment ids or catalog schemas, not both: make two sources',
-        {
-          details: [
-            { path: 'spec.locations', message: 'mixes experiment ids and catalog schemas' },
-          ],
-        },
-      );
-    }
-    spec.locations.forEach((l, i) => {
-      if (!/^\d+$/.test(l) && !/^[^.\s]+\.[^.\s]+$/.test(l)) {
-        throw SourceErrors.SOURCE_UNSUPPORTED(
-          `location "${l}" is not supported on databricks: use numeric experiment ids or catalog.schema`,
-          {
-            details: [
-              {
-                path: `spec.locations[${i}]`,
-                message: 'experiment names and table prefixes are unsupported',
-              },
-            ],
-          },
-        );
-      }
+  return factory;
+}
+
+/** The spec's own rules between fields; each violation with its path and the spec's outcome. */
+function crossFieldRules(spec: SourceSpec, connectors: ConnectorRegistry): void {
+  const { manifest } = declarationOf(spec, connectors);
+  manifest.rules?.(spec);
+  const config = manifest.config.safeParse(spec);
+  const details: ErrorDetail[] = config.success ? [] : issuesToDetails(config.error.issues, 'spec');
+  if (spec.writeBack.enabled && !manifest.capabilities.includes('write-back')) {
+    details.push({
+      path: 'spec.writeBack.enabled',
+      message: `connector ${spec.connector} does not write back`,
     });
-    if (schemas.length > 0 && spec.auth?.databricks?.sqlWarehouseId === undefined) {
-      details.push({
-        path: 'spec.auth.databricks.sqlWarehouseId',
-        message: 'required for catalog-schema locations',
-      });
-    }
-    if (
-      spec.auth?.databricks?.clientId !== undefined &&
-      !spec.endpoint.toLowerCase().startsWith('https://')
-    ) {
-      throw SourceErrors.SOURCE_ENDPOINT_REFUSED(
-        'a databricks service principal needs an https endpoint',
-        {
-          details: [
-            { path: 'spec.endpoint', message: 'must be https with auth.databricks.clientId' },
-          ],
-        },
-      );
-    }
-  }
-  if (variant === 'sagemaker' && spec.auth?.sigv4 === undefined) {
-    details.push({ path: 'spec.auth.sigv4.arn', message: 'required for sagemaker' });
   }
   for (const target of Object.keys(spec.overrides)) {
     const ok =
@@ -216,12 +206,19 @@ function crossFieldRules(spec: SourceSpec): void {
   }
 }
 
-export function parseSource(input: unknown): ParsedSource {
+/**
+ * Validates a TraceSource resource: the generic spec, then the rules and config schema of the
+ * connector it names (from `connectors`, this build's by default).
+ */
+export function parseSource(
+  input: unknown,
+  connectors: ConnectorRegistry = BUILTIN_CONNECTORS,
+): ParsedSource {
   const r = SourceResourceSchema.safeParse(input);
   if (!r.success) invalid(issuesToDetails(r.error.issues));
-  const spec = SourceSpecSchema.safeParse(r.data.spec);
+  const spec = specSchemaOf(connectors).safeParse(r.data.spec);
   if (!spec.success) invalid(issuesToDetails(spec.error.issues, 'spec'));
-  crossFieldRules(spec.data);
+  crossFieldRules(spec.data, connectors);
   const labels = r.data.metadata.labels ?? {};
   const project = labels[PROJECT_LABEL];
   return {

@@ -9,6 +9,7 @@ import type {
   SourceState,
   Store,
 } from '../store/index.js';
+import type { ConnectorRegistry } from './connectors/index.js';
 import { SourceErrors } from './error-codes.js';
 import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
 import type { SourcePhase } from './states.js';
@@ -27,6 +28,8 @@ export interface SourceServiceDeps {
   grants: GrantCheck;
   /** Connectors this build can pull from; others are refused as not supported yet. */
   supported(connector: string, variant: string | undefined): boolean;
+  /** The declarations specs are validated against; this build's by default. */
+  connectors?: ConnectorRegistry;
   logger: AuditLogger;
   /** A source changed (applied, paused, resumed, backfilled): the manager looks at once. */
   onChange?: () => void;
@@ -76,7 +79,7 @@ export class SourceService {
     input: unknown,
     options: { project?: string; validateOnly?: boolean } = {},
   ): Promise<SourceView & { created?: boolean }> {
-    const source = parseSource(input);
+    const source = parseSource(input, this.deps.connectors);
     const requested = source.project ?? options.project;
     const check = async () => {
       const project = authorize(caller, 'sources.write', requested);
@@ -196,7 +199,7 @@ export class SourceService {
       async () => {
         const source = await this.find(caller, 'sources.write', project, name);
         const now = this.deps.clock.now();
-        const { maxTraceDuration } = parseSource(source.resource).spec;
+        const { maxTraceDuration } = parseSource(source.resource, this.deps.connectors).spec;
         await this.deps.store.withTransaction(async (tx) => {
           const state = await tx.sources.getState(source.project, name);
           const base = state ?? initialState(source.project, name, now, 0, 0);

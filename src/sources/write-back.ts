@@ -12,6 +12,7 @@ import {
 import type { ResultSink, StoredResults } from '../policies/index.js';
 import type { Store, StoreTransaction, WriteBack } from '../store/index.js';
 import type { TraceStoreConnector, WriteBackOutcome } from './connector.js';
+import type { ConnectorRegistry } from './connectors/index.js';
 import { failureText, loggedError, type RedactText } from './error-text.js';
 import { type ParsedSource, parseSource } from './resource.js';
 
@@ -51,7 +52,9 @@ export class SourceDirectory {
   private cache = new Map<string, ParsedSource | null>();
   private readAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; connectors?: ConnectorRegistry },
+  ) {}
 
   /** Reads through `reader` — inside a transaction, the transaction's repositories. */
   async get(
@@ -69,7 +72,7 @@ export class SourceDirectory {
       const record = await reader.sources.get(project, name);
       let parsed: ParsedSource | null = null;
       try {
-        parsed = record === undefined ? null : parseSource(record.resource);
+        parsed = record === undefined ? null : parseSource(record.resource, this.deps.connectors);
       } catch {
         parsed = null;
       }

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTouchstoneError, type Span } from '../../src/core/index.js';
 import { normalizeTrace } from '../../src/ingest/index.js';
 import { createHttpClient, type HttpClient } from '../../src/net/index.js';
-import { connectorConformance } from '../../src/sources/conformance.testkit.js';
 import type {
   FetchedTrace,
   TraceHeader,
   TraceStoreConnector,
 } from '../../src/sources/connector.js';
 import { createMlflowConnector } from '../../src/sources/connectors/mlflow/index.js';
+import { connectorConformance } from '../sources/conformance.js';
 import {
   assessmentsViaPython,
   type FixtureTraces,

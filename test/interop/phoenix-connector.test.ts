@@ -5,7 +5,6 @@ import { isTouchstoneError, type Span, type TouchstoneError } from '../../src/co
 import { type GoldenTrace, reduceTrace } from '../../src/ingest/conventions/golden.testkit.js';
 import { normalizeTrace } from '../../src/ingest/index.js';
 import { createHttpClient, type HttpClient, type HttpRequest } from '../../src/net/index.js';
-import { connectorConformance } from '../../src/sources/conformance.testkit.js';
 import type {
   FetchedTrace,
   TraceHeader,
@@ -14,6 +13,7 @@ import type {
 } from '../../src/sources/connector.js';
 import { createPhoenixConnector } from '../../src/sources/connectors/phoenix/index.js';
 import { headerVersion } from '../../src/sources/manager.js';
+import { connectorConformance } from '../sources/conformance.js';
 import {
   closeOpenTrace,
   type FixtureTraces,

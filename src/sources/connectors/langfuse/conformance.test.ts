@@ -1,8 +1,8 @@
 import { afterAll, expect } from 'vitest';
 import { agentRun, sampleTrace } from '../../../../test/fakes/langfuse/samples.js';
 import { LangfuseFake } from '../../../../test/fakes/langfuse/server.js';
+import { connectorConformance } from '../../../../test/sources/conformance.js';
 import { createHttpClient } from '../../../net/index.js';
-import { connectorConformance } from '../../conformance.testkit.js';
 import { createLangfuseConnector } from './connector.js';
 
 /**

@@ -1,14 +1,14 @@
-import { DEFAULTS } from '../../../config/index.js';
 import { isTouchstoneError } from '../../../core/index.js';
 import { type HttpClient, NetErrors } from '../../../net/index.js';
-import type {
-  FetchedTrace,
-  ListPage,
-  ListQuery,
-  TraceHeader,
-  TraceStoreConnector,
-  WriteBackItem,
-  WriteBackOutcome,
+import {
+  DEFAULT_CONNECTOR_SETTINGS,
+  type FetchedTrace,
+  type ListPage,
+  type ListQuery,
+  type TraceHeader,
+  type TraceStoreConnector,
+  type WriteBackItem,
+  type WriteBackOutcome,
 } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { LangfuseErrors } from './error-codes.js';
@@ -104,7 +104,7 @@ export function createLangfuseConnector(options: LangfuseConnectorOptions): Trac
   const defaultPageSize = pageSizeOf(options.pageSize, DEFAULT_PAGE_SIZE);
   const maxObservations = options.maxObservationsPerTrace ?? DEFAULT_MAX_OBSERVATIONS;
   const convert: ConvertOptions = {
-    maxAttributeBytes: options.maxAttributeBytes ?? DEFAULTS.traces.maxAttributeBytes,
+    maxAttributeBytes: options.maxAttributeBytes ?? DEFAULT_CONNECTOR_SETTINGS.maxAttributeBytes,
   };
   const environment =
     options.environment === undefined || options.environment.trim() === ''

@@ -9,7 +9,7 @@ export const LangfuseErrors = defineErrors({
   LANGFUSE_UNAVAILABLE: {
     kind: 'unavailable',
     retryable: true,
-    doc: 'The Langfuse server answered with a server error (5xx), a query timeout (422) or did not answer in time; the source backs off and retries, after `Retry-After` when Langfuse sent one.',
+    doc: 'The Langfuse server answered with a server error (5xx other than 501 and 505), a query timeout (422) or did not answer in time; the source backs off and retries, after `Retry-After` when Langfuse sent one.',
   },
   LANGFUSE_RATE_LIMITED: {
     kind: 'resource_exhausted',
@@ -26,7 +26,7 @@ export const LangfuseErrors = defineErrors({
   },
   LANGFUSE_REQUEST_REFUSED: {
     kind: 'failed_precondition',
-    doc: "Langfuse refused a request (a 4xx other than 401, 403, 404 and 429), or a score cannot be written (a non-finite number); check the server's version and the source's settings.",
+    doc: "Langfuse refused a request (a 4xx other than 401, 403, 404 and 429, or 501 or 505: the server will never do it), or a score cannot be written (a non-finite number); check the server's version and the source's settings.",
   },
   LANGFUSE_OBSERVATIONS_API_MISSING: {
     kind: 'unimplemented',

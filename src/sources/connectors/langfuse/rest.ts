@@ -1,5 +1,5 @@
 import type { TouchstoneError } from '../../../core/index.js';
-import type { HttpClient } from '../../../net/index.js';
+import { type HttpClient, isRetryableStatus } from '../../../net/index.js';
 import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
 import { LangfuseErrors } from './error-codes.js';
 
@@ -119,7 +119,7 @@ export function createLangfuseRest(options: LangfuseRestOptions): LangfuseRest {
       return LangfuseErrors.LANGFUSE_RATE_LIMITED(`${where} answered 429${code}`, retry);
     }
     // 422 is Langfuse's answer when a ClickHouse query hits its resource limits ("Request timed out").
-    if (s >= 500 || s === 408 || s === 422) {
+    if (isRetryableStatus(s) || s === 422) {
       return LangfuseErrors.LANGFUSE_UNAVAILABLE(`${where} answered ${s}${code}`, retry);
     }
     if (s === 401 || s === 403) {

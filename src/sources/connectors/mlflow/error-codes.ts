@@ -9,7 +9,7 @@ export const MlflowErrors = defineErrors({
   MLFLOW_UNAVAILABLE: {
     kind: 'unavailable',
     retryable: true,
-    doc: 'The MLflow server answered with a server error (5xx) or timed out; the source backs off and retries, after `Retry-After` when MLflow sent one.',
+    doc: 'The MLflow server answered with a server error (5xx other than 501 and 505) or timed out; the source backs off and retries, after `Retry-After` when MLflow sent one.',
   },
   MLFLOW_RATE_LIMITED: {
     kind: 'resource_exhausted',
@@ -26,7 +26,7 @@ export const MlflowErrors = defineErrors({
   },
   MLFLOW_REQUEST_REFUSED: {
     kind: 'failed_precondition',
-    doc: "The MLflow server refused a request (4xx) with the `error_code` named in the message; check the server's version and the source's settings.",
+    doc: "The MLflow server refused a request (4xx, or 501 or 505: the server will never do it) with the `error_code` named in the message; check the server's version and the source's settings.",
   },
   MLFLOW_EXPERIMENT_NOT_FOUND: {
     kind: 'not_found',

@@ -1,5 +1,5 @@
 import type { TouchstoneError } from '../../../core/index.js';
-import type { HttpClient } from '../../../net/index.js';
+import { type HttpClient, isRetryableStatus } from '../../../net/index.js';
 import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
 import { MlflowErrors } from './error-codes.js';
 import { JsonSyntaxError, parseLosslessJson } from './lossless-json.js';
@@ -91,7 +91,7 @@ export function createMlflowRest(options: MlflowRestOptions): MlflowRest {
     if (s === 429) {
       return MlflowErrors.MLFLOW_RATE_LIMITED(`${where} answered 429 Too Many Requests`, retry);
     }
-    if (s >= 500 || s === 408) {
+    if (isRetryableStatus(s)) {
       return MlflowErrors.MLFLOW_UNAVAILABLE(`${where} answered ${s}${code}`, retry);
     }
     if (s === 401 || s === 403) {

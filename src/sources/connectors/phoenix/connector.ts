@@ -1,16 +1,16 @@
 import { createHash } from 'node:crypto';
-import { DEFAULTS } from '../../../config/index.js';
 import { isTouchstoneError } from '../../../core/index.js';
 import type { HttpClient } from '../../../net/index.js';
 import { NetErrors } from '../../../net/index.js';
-import type {
-  FetchedTrace,
-  ListPage,
-  ListQuery,
-  TraceHeader,
-  TraceStoreConnector,
-  WriteBackItem,
-  WriteBackOutcome,
+import {
+  DEFAULT_CONNECTOR_SETTINGS,
+  type FetchedTrace,
+  type ListPage,
+  type ListQuery,
+  type TraceHeader,
+  type TraceStoreConnector,
+  type WriteBackItem,
+  type WriteBackOutcome,
 } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { writeAnnotations } from './annotations.js';
@@ -114,7 +114,7 @@ export function createPhoenixConnector(options: PhoenixConnectorOptions): TraceS
   const rest = createPhoenixRest(options);
   const defaultPageSize = pageSizeOf(options.pageSize, DEFAULT_PAGE_SIZE);
   const convert: ConvertOptions = {
-    maxAttributeBytes: options.maxAttributeBytes ?? DEFAULTS.traces.maxAttributeBytes,
+    maxAttributeBytes: options.maxAttributeBytes ?? DEFAULT_CONNECTOR_SETTINGS.maxAttributeBytes,
   };
   const project = options.project.trim();
   const projectPath = `/v1/projects/${encodeURIComponent(project)}`;

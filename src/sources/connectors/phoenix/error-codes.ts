@@ -9,7 +9,7 @@ export const PhoenixErrors = defineErrors({
   PHOENIX_UNAVAILABLE: {
     kind: 'unavailable',
     retryable: true,
-    doc: 'The Phoenix server answered with a server error (5xx) or timed out; the source backs off and retries, after `Retry-After` when Phoenix sent one.',
+    doc: 'The Phoenix server answered with a server error (5xx other than 501 and 505) or timed out; the source backs off and retries, after `Retry-After` when Phoenix sent one.',
   },
   PHOENIX_RATE_LIMITED: {
     kind: 'resource_exhausted',
@@ -26,7 +26,7 @@ export const PhoenixErrors = defineErrors({
   },
   PHOENIX_REQUEST_REFUSED: {
     kind: 'failed_precondition',
-    doc: "The Phoenix server refused a request (4xx, or 422 naming the request field); check the server's version (20.20 or newer is verified) and the source's settings.",
+    doc: "The Phoenix server refused a request (4xx, 422 naming the request field, or 501 or 505: the server will never do it); check the server's version (20.20 or newer is verified) and the source's settings.",
   },
   PHOENIX_PROJECT_NOT_FOUND: {
     kind: 'not_found',

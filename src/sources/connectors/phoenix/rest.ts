@@ -1,5 +1,5 @@
 import type { TouchstoneError } from '../../../core/index.js';
-import type { HttpClient } from '../../../net/index.js';
+import { type HttpClient, isRetryableStatus } from '../../../net/index.js';
 import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
 import { PhoenixErrors } from './error-codes.js';
 
@@ -111,7 +111,7 @@ export function createPhoenixRest(options: PhoenixRestOptions): PhoenixRest {
     if (s === 429) {
       return PhoenixErrors.PHOENIX_RATE_LIMITED(`${where} answered 429 Too Many Requests`, retry);
     }
-    if (s >= 500 || s === 408) {
+    if (isRetryableStatus(s)) {
       return PhoenixErrors.PHOENIX_UNAVAILABLE(`${where} answered ${s}`, retry);
     }
     if (s === 401 || s === 403) {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultProxy } from '../../test/support/fault-proxy.js';
-import { isTouchstoneError } from '../core/index.js';
-import type { TraceStoreConnector, WriteBackItem } from './connector.js';
+import { isTouchstoneError } from '../../src/core/index.js';
+import type { TraceStoreConnector, WriteBackItem } from '../../src/sources/index.js';
+import { FaultProxy } from '../support/fault-proxy.js';
 
 /**
  * The connector conformance suite: what every connector must do against its store, whatever the
