@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient } from '../app.js';
+import { createEvaluationService, createJudgeHttpClient } from '../app/index.js';
 import { systemClock } from '../core/index.js';
 import { createDatasetService } from '../datasets/index.js';
 import { proxySettingsFromConfig } from '../net/index.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createJudgeHttpClient } from './app.js';
-import { loadConfig } from './config/index.js';
+import { loadConfig } from '../config/index.js';
+import { createJudgeHttpClient } from './index.js';
 
 describe('the judge HTTP client', () => {
   const config = loadConfig({

@@ -1,19 +1,19 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
-import { buildServer, DEFAULT_UI_DIR, Metrics } from './api/index.js';
-import { KeyService } from './auth/index.js';
-import { type Config, isLoopbackListen, splitListen } from './config/index.js';
-import { type Clock, systemClock } from './core/index.js';
-import { createDatasetService, type DatasetService } from './datasets/index.js';
+import { buildServer, DEFAULT_UI_DIR, Metrics } from '../api/index.js';
+import { KeyService } from '../auth/index.js';
+import { type Config, isLoopbackListen, splitListen } from '../config/index.js';
+import { type Clock, systemClock } from '../core/index.js';
+import { createDatasetService, type DatasetService } from '../datasets/index.js';
 import {
   createJudges,
   defaultRegistry,
   type EvaluationObserver,
   EvaluationService,
-} from './evaluators/index.js';
-import { IdempotencyService } from './idempotency/index.js';
-import { CompleterThread } from './ingest/completer-thread.js';
+} from '../evaluators/index.js';
+import { IdempotencyService } from '../idempotency/index.js';
+import { CompleterThread } from '../ingest/completer-thread.js';
 import {
   IngestService,
   normalizeStoredTrace,
@@ -21,7 +21,7 @@ import {
   spanLimitsFromConfig,
   TraceCompleter,
   TraceQueries,
-} from './ingest/index.js';
+} from '../ingest/index.js';
 import {
   type CredentialResolver,
   createCredentialResolver,
@@ -29,9 +29,9 @@ import {
   createOutboundGuard,
   type HttpClient,
   proxySettingsFromConfig,
-} from './net/index.js';
-import { AnnotationService, PolicyEngine, PolicyService, ScoreQueries } from './policies/index.js';
-import { compileRedaction } from './redaction/index.js';
+} from '../net/index.js';
+import { AnnotationService, PolicyEngine, PolicyService, ScoreQueries } from '../policies/index.js';
+import { compileRedaction } from '../redaction/index.js';
 import {
   preflightTarget,
   RunExecutor,
@@ -39,7 +39,7 @@ import {
   RunService,
   SWEEP_INTERVAL_MS,
   type TargetDeps,
-} from './runs/index.js';
+} from '../runs/index.js';
 import {
   compileOverrides,
   findConnector,
@@ -52,9 +52,9 @@ import {
   type SourceStatus,
   type TraceStoreConnector,
   WriteBackWriter,
-} from './sources/index.js';
-import { openStore, type Store } from './store/index.js';
-import { createWebhooks, type Webhooks } from './webhooks/index.js';
+} from '../sources/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { createWebhooks, type Webhooks } from '../webhooks/index.js';
 
 /**
  * Composition root: config → store → services → HTTP edge. Tests build an App without listening
