@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { testApp } from '../../test/support/app.js';
 import { loadConfig } from '../config/index.js';
+import type { Component } from '../core/index.js';
 import { createJudgeHttpClient } from './index.js';
 
 describe('the judge HTTP client', () => {
@@ -31,5 +33,68 @@ describe('the judge HTTP client', () => {
     } finally {
       await http.close();
     }
+  });
+});
+
+describe("the app's components", () => {
+  const build = (online: boolean) =>
+    testApp({ listen: '127.0.0.1:0', online: { enabled: online } });
+
+  it('are listed so the server stops first, then each worker before what it writes to', async () => {
+    const t = await build(true);
+    try {
+      expect(t.app.components.map((c) => c.name)).toEqual([
+        'store',
+        'datasets',
+        'source-http',
+        'judge-http',
+        'webhooks',
+        'idempotency-sweep',
+        'run-retention',
+        'run-executor',
+        'write-backs',
+        'source-manager',
+        'policy-engine',
+        'trace-completion',
+        'http-server',
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('are started in list order by listen() and stopped in reverse by close()', async () => {
+    const t = await build(true);
+    const log: string[] = [];
+    // Each component recorded as it is started and stopped, in place in the list the app runs.
+    const list = t.app.components as Component[];
+    list.forEach((c, i) => {
+      list[i] = {
+        name: c.name,
+        start: () => c.start().then(() => void log.push(`start:${c.name}`)),
+        stop: () => c.stop().then(() => void log.push(`stop:${c.name}`)),
+      };
+    });
+    try {
+      const address = await t.app.listen();
+      const names = list.map((c) => c.name);
+      expect(log).toEqual(names.map((n) => `start:${n}`));
+      expect((await fetch(`http://${address}/healthz`)).status).toBe(200);
+      log.length = 0;
+      await t.app.close();
+      expect(log).toEqual(names.reverse().map((n) => `stop:${n}`));
+      await expect(fetch(`http://${address}/healthz`)).rejects.toThrow();
+      await expect(t.app.store.ping()).rejects.toThrow();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('close without listen stops every part, and twice is safe', async () => {
+    const t = await build(false);
+    await t.app.close();
+    await t.app.close();
+    await expect(t.app.store.ping()).rejects.toThrow();
+    await t.close();
   });
 });
