@@ -1,12 +1,14 @@
 /**
  * DESIGN §2 import rules, checked on every `npm run lint`.
  * - core imports nothing internal;
- * - an area is entered only through its index.ts (no reaching into another area's files);
- * - domain areas never import the edges (api, cli, mcp) or the composition root;
- * - only app.ts and store tests import the concrete store adapters.
+ * - an area is entered only through its index.ts (no reaching into another area's files), the
+ *   composition root (app) and telemetry included;
+ * - domain areas never import the edges (api, cli, mcp), telemetry or the composition root;
+ * - only the CLI imports the composition root;
+ * - only app/ and store tests import the concrete store adapters.
  */
 const AREAS =
-  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
+  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client|telemetry|app)';
 const DOMAIN =
   '(auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|store|config)';
 
@@ -31,10 +33,18 @@ module.exports = {
     },
     {
       name: 'domain-not-edges',
-      comment: 'domain areas never import the edges or the composition root',
+      comment:
+        'domain areas never import the edges, telemetry (they report through observer interfaces) or the composition root',
       severity: 'error',
       from: { path: `^src/${DOMAIN}/` },
-      to: { path: '^src/(api|cli|mcp|app)/|^src/main\\.ts$' },
+      to: { path: '^src/(api|cli|mcp|telemetry|app)/|^src/main\\.ts$' },
+    },
+    {
+      name: 'only-cli-imports-app',
+      comment: 'the composition root is the top: only the CLI (serve, local mode) builds from it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(app|cli)/' },
+      to: { path: '^src/app/' },
     },
     {
       name: 'net-imports-only-core',
@@ -64,7 +74,7 @@ module.exports = {
     },
     {
       name: 'store-adapters-private',
-      comment: 'only app.ts and store tests import concrete store adapters',
+      comment: 'only the composition root (app/) and store tests import concrete store adapters',
       severity: 'error',
       from: { path: '^src/', pathNot: ['^src/store/', '^src/app/'] },
       to: { path: '^src/store/(sqlite|postgres)/' },
