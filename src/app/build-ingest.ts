@@ -1,6 +1,5 @@
-import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import { type Clock, component, systemClock } from '../core/index.js';
+import { component, systemClock } from '../core/index.js';
 import {
   CompleterThread,
   IngestService,
@@ -9,8 +8,7 @@ import {
   TraceCompleter,
 } from '../ingest/index.js';
 import { compileRedaction } from '../redaction/index.js';
-import type { Store } from '../store/index.js';
-import type { Metrics } from '../telemetry/index.js';
+import type { BuildBase } from './base.js';
 
 /**
  * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
@@ -18,7 +16,7 @@ import type { Metrics } from '../telemetry/index.js';
  */
 export function buildIngest(
   config: Readonly<Config>,
-  deps: { store: Store; clock: Clock; logger: Logger; metrics: Metrics; onCompleted: () => void },
+  deps: BuildBase & { onCompleted: () => void },
 ) {
   const { store, clock, logger, metrics } = deps;
   const redactor = compileRedaction(config.traces.redaction);

@@ -1,19 +1,12 @@
-import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import type { Clock } from '../core/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import { PolicyEngine, type PolicyEventSink, type ResultSink } from '../policies/index.js';
-import type { Store } from '../store/index.js';
-import type { Metrics } from '../telemetry/index.js';
+import type { BuildBase } from './base.js';
 
 /** The online scoring engine as configured (`online.*`). */
 export function buildPolicyEngine(
   config: Readonly<Config>,
-  deps: {
-    store: Store;
-    clock: Clock;
-    logger: Logger;
-    metrics: Metrics;
+  deps: BuildBase & {
     evaluation: EvaluationService;
     events: PolicyEventSink;
     sinks: readonly ResultSink[];

@@ -1,6 +1,4 @@
-import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import type { Clock } from '../core/index.js';
 import { normalizeStoredTrace, PulledTraceWriter, type SpanLimits } from '../ingest/index.js';
 import type { Redactor } from '../redaction/index.js';
 import {
@@ -11,8 +9,7 @@ import {
   SourceResultSink,
   WriteBackWriter,
 } from '../sources/index.js';
-import type { Store } from '../store/index.js';
-import type { Metrics } from '../telemetry/index.js';
+import type { BuildBase } from './base.js';
 
 /**
  * Pulling from trace sources and writing scores back to them: the manager, the write-back
@@ -21,11 +18,7 @@ import type { Metrics } from '../telemetry/index.js';
  */
 export function buildSourcePulling(
   config: Readonly<Config>,
-  deps: {
-    store: Store;
-    clock: Clock;
-    logger: Logger;
-    metrics: Metrics;
+  deps: BuildBase & {
     redactor: Redactor;
     limits: SpanLimits;
     connector: SourceManagerDeps['connector'];
