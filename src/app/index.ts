@@ -101,9 +101,12 @@ export interface App {
   readonly datasets: DatasetService;
   /** What `listen()` starts in this order and `close()` stops in reverse (the server last in). */
   readonly components: readonly Component[];
-  /** Starts the components, the server listening last; resolves to its address (`127.0.0.1:4318`). */
+  /** Starts the components, the server last; resolves to its address (`127.0.0.1:4318`). */
   listen(): Promise<string>;
-  /** Stops accepting, drains in-flight requests (bounded), stops the workers, closes the store. Safe twice. */
+  /**
+   * Stops accepting, drains in-flight requests (bounded), stops the workers, closes the store.
+   * Safe twice, and without `listen()`.
+   */
   close(): Promise<void>;
 }
 

@@ -1,6 +1,6 @@
 import { type Component, component } from '../core/index.js';
 
-/** A background loop of an area (`start()`, `shutdown()`), as a component; `run: false` leaves it idle. */
+/** An area's background loop (`start`, `shutdown`) as a component; `run: false`: left idle. */
 export function loop(
   name: string,
   worker: { start(): void; shutdown(): Promise<void> },
@@ -12,7 +12,7 @@ export function loop(
   });
 }
 
-/** Something built open (a store, an HTTP client's connection pool): nothing to start, closed on stop. */
+/** Something built open (the store, an HTTP client's pool): nothing to start, closed on stop. */
 export function closes(name: string, resource: { close(): Promise<void> }): Component {
   return component(name, { stop: () => resource.close() });
 }
