@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { testApp } from '../../test/support/app.js';
 import { loadConfig } from '../config/index.js';
@@ -87,6 +88,20 @@ describe("the app's components", () => {
       await expect(t.app.store.ping()).rejects.toThrow();
     } finally {
       await t.close();
+    }
+  });
+
+  it('a listen that fails stops what it started: nothing is left running or open', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const { port } = taken.address() as AddressInfo;
+    const t = await testApp({ listen: `127.0.0.1:${port}` });
+    try {
+      await expect(t.app.listen()).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      await expect(t.app.store.ping()).rejects.toThrow();
+    } finally {
+      await t.close();
+      taken.close();
     }
   });
 
