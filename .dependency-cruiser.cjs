@@ -1,9 +1,11 @@
 /**
  * DESIGN §2 import rules, checked on every `npm run lint`.
  * - core imports nothing internal;
- * - an area is entered only through its index.ts (no reaching into another area's files);
- * - domain areas never import the edges (api, cli, mcp) or the composition root;
- * - only app.ts and store tests import the concrete store adapters;
+ * - an area is entered only through its index.ts (no reaching into another area's files), the
+ *   composition root (app) and telemetry included;
+ * - domain areas never import the edges (api, cli, mcp), telemetry or the composition root;
+ * - only the CLI imports the composition root;
+ * - only app/ and store tests import the concrete store adapters;
  * - an area's state words (its states.ts: a run's status, a source's phase, a delivery's state)
  *   are leaves that import nothing, and the only files of another area the store may import
  *   besides index.ts: the store records these words, and the area (which imports the store)
@@ -11,7 +13,7 @@
  * - nothing in src/ but its *.test.ts files imports test/.
  */
 const AREAS =
-  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|api|mcp|guardrails|plugins|cli|client)';
+  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|api|mcp|guardrails|plugins|cli|client|telemetry|app)';
 const STATE_WORDS = '^src/(runs|sources|webhooks)/states\\.ts$';
 const DOMAIN =
   '(auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|store|config)';
@@ -55,10 +57,18 @@ module.exports = {
     },
     {
       name: 'domain-not-edges',
-      comment: 'domain areas never import the edges or the composition root',
+      comment:
+        'domain areas never import the edges, telemetry (they report through observer interfaces) or the composition root',
       severity: 'error',
       from: { path: `^src/${DOMAIN}/` },
-      to: { path: '^src/(api|cli|mcp)/|^src/(app|main)\\.ts$' },
+      to: { path: '^src/(api|cli|mcp|telemetry|app)/|^src/main\\.ts$' },
+    },
+    {
+      name: 'only-cli-imports-app',
+      comment: 'the composition root is the top: only the CLI (serve, local mode) builds from it',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(app|cli)/' },
+      to: { path: '^src/app/' },
     },
     {
       name: 'net-imports-only-core',
@@ -88,9 +98,9 @@ module.exports = {
     },
     {
       name: 'store-adapters-private',
-      comment: 'only app.ts and store tests import concrete store adapters',
+      comment: 'only the composition root (app/) and store tests import concrete store adapters',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/store/', '^src/app\\.ts$'] },
+      from: { path: '^src/', pathNot: ['^src/store/', '^src/app/'] },
       to: { path: '^src/store/(sqlite|postgres)/' },
     },
     {

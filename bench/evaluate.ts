@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { fmt, percentile } from './stats.js';
 

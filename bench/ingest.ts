@@ -19,7 +19,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { pino } from 'pino';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { freePort, serveArgs } from '../test/support/process.js';

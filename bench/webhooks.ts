@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { type App, createApp } from '../src/app.js';
+import { type App, createApp } from '../src/app/index.js';
 import { OPEN_PRINCIPAL } from '../src/auth/index.js';
 import { loadConfig } from '../src/config/index.js';
 import type { WebhookEvent } from '../src/webhooks/index.js';

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { httpStatusOf, openApiDocument } from '../src/api/index.js';
-import '../src/app.js';
+import '../src/app/index.js';
 import { PERMISSIONS, ROLE_PERMISSIONS, ROLES } from '../src/auth/index.js';
 import { declaredErrors } from '../src/core/index.js';
 

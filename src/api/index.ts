@@ -1,12 +1,12 @@
 /**
  * @module api
  * The HTTP edge: Fastify plug-ins per resource, the one error mapper (errors.ts), auth hook and
- * metrics. Calls application functions in the domain areas and holds no business logic.
+ * the hook feeding HTTP responses to telemetry (which owns the registry). Calls application
+ * functions in the domain areas and holds no business logic.
  */
 export { ApiErrors } from './error-codes.js';
 export { httpStatusOf, KIND_WIRE, toErrorBody } from './errors.js';
 export { IdempotencyService } from './idempotency/index.js';
-export { Metrics } from './metrics.js';
 export { openApiDocument } from './openapi.js';
 export { DEFAULT_UI_DIR } from './routes/ui.js';
 export { buildServer, type ServerDeps } from './server.js';

@@ -7,6 +7,7 @@ import type { IngestService, TraceQueries } from '../ingest/index.js';
 import type { AnnotationService, PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
+import type { Metrics } from '../telemetry/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import {
   type AdmissionLimits,
@@ -18,9 +19,9 @@ import {
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
+import { instrumentHttp } from './http-metrics.js';
 import { type IdempotencyService, installIdempotency } from './idempotency/index.js';
 import { parseJsonBody } from './json.js';
-import type { Metrics } from './metrics.js';
 import { datasetRoutes } from './routes/datasets.js';
 import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
@@ -130,7 +131,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     ),
   );
 
-  deps.metrics.instrument(app);
+  instrumentHttp(app, deps.metrics);
   const admission = new WriteAdmission(deps.writeLimits, deps.metrics);
   deps.metrics.gauge(
     'touchstone_write_requests_in_flight',

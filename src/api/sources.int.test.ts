@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../../test/support/process.js';
-import { type App, createApp } from '../app.js';
+import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { FakeClock } from '../core/index.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type App, createApp } from '../app.js';
+import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { TestReceiver } from '../webhooks/receiver.testkit.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient } from '../app.js';
+import { createEvaluationService, createJudgeHttpClient } from '../app/index.js';
 import { type Result, scoreNumber, systemClock } from '../core/index.js';
 import type { EvaluatorRef, RecordResults } from '../evaluators/index.js';
 import { EXIT } from './exit-codes.js';

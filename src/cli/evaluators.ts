@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient } from '../app.js';
+import { createEvaluationService, createJudgeHttpClient } from '../app/index.js';
 import { systemClock } from '../core/index.js';
 import type { EvaluatorTypeView } from '../evaluators/index.js';
 import type { CliIO } from './io.js';

@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient, createPolicyService } from '../app.js';
+import {
+  createEvaluationService,
+  createJudgeHttpClient,
+  createPolicyService,
+} from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import type { PolicyService, PolicyView } from '../policies/index.js';

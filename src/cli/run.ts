@@ -1,19 +1,13 @@
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
+import type { LocalRuns } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { isFinal, runView } from '../runs/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { CliExit, type CliIO, readText, yamlDocuments } from './io.js';
 import { ProgressDisplay, type Writable } from './progress.js';
-import {
-  exitCodeFor,
-  type LocalRuns,
-  openLocalRuns,
-  type RunJson,
-  runReport,
-  statusText,
-} from './runs.js';
+import { exitCodeFor, openLocalRuns, type RunJson, runReport, statusText } from './runs.js';
 import { namedServer, outputOption, type TargetFlags } from './target.js';
 
 /**

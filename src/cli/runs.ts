@@ -1,20 +1,6 @@
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient } from '../app.js';
-import { systemClock } from '../core/index.js';
-import { createDatasetService } from '../datasets/index.js';
-import { proxySettingsFromConfig } from '../net/index.js';
-import {
-  isFinal,
-  preflightTarget,
-  RunExecutor,
-  RunService,
-  type RunView,
-  type TargetDeps,
-} from '../runs/index.js';
-import { openStore } from '../store/index.js';
-import { WebhookOutbox } from '../webhooks/index.js';
+import { createLocalRuns, type LocalRuns } from '../app/index.js';
+import { isFinal, type RunService, type RunView } from '../runs/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { type CliIO, table } from './io.js';
@@ -139,95 +125,18 @@ export function runReport(run: RunJson): string {
   return lines.join('\n');
 }
 
-/** Runs on the local data dir: the server's own service and executor, in this process. */
-export interface LocalRuns {
-  /** Where the runs are kept, for messages: `data dir /abs/path` or `PostgreSQL`. */
-  readonly location: string;
-  readonly service: RunService;
-  readonly executor: RunExecutor;
-  close(): Promise<void>;
-}
-
 /**
- * Opens the local data dir's runs. A spec run here executes on the caller's own machine, so its
- * target gets what the caller has: every variable of the environment, command targets, and its
- * own host even on loopback or a private network (docs/runs.md, "Where a target may run").
+ * Opens the local data dir's runs, built as the server builds them. A spec run here executes on
+ * the caller's own machine, so its target gets what the caller has: every variable of the
+ * environment, command targets, and its own host even on loopback or a private network
+ * (docs/runs.md, "Where a target may run").
  */
-export async function openLocalRuns(
+export function openLocalRuns(
   flags: ServerFlags,
   io: CliIO,
   options: { baseDir?: string } = {},
 ): Promise<LocalRuns> {
-  const config = configFromFlags(flags, io);
-  const logger = pino({ level: 'silent' });
-  const clock = systemClock;
-  const store = await openStore(config, { clock, logger });
-  const http = createJudgeHttpClient(config);
-  const proxy = proxySettingsFromConfig(config.proxy);
-  let datasets: ReturnType<typeof createDatasetService> | undefined;
-  try {
-    const evaluation = createEvaluationService(config, { http, env: io.env, clock, logger });
-    datasets = createDatasetService(config, {
-      env: io.env,
-      logger,
-      clock,
-      ...(proxy === undefined ? {} : { proxy }),
-    });
-    const targets: Omit<TargetDeps, 'project'> = {
-      env: io.env,
-      grants: 'all',
-      allowCommand: true,
-      outbound: { allowOwnHost: true, ...(proxy === undefined ? {} : { proxy }) },
-      ...(options.baseDir === undefined ? {} : { baseDir: options.baseDir }),
-    };
-    // Deliveries land in the data dir's outbox; a server started on it sends them.
-    const events = new WebhookOutbox({ clock });
-    const service = new RunService({
-      store,
-      clock,
-      registry: evaluation.registry,
-      judgeExists: (name) => evaluation.findJudge(name) !== undefined,
-      events,
-      logger,
-      datasets,
-      preflightTarget: (spec, project) =>
-        preflightTarget(spec.target, spec.environment, { ...targets, project }),
-    });
-    const executor = new RunExecutor({
-      store,
-      clock,
-      registry: evaluation.registry,
-      judge: (name) => evaluation.findJudge(name),
-      events,
-      datasets,
-      targets,
-    });
-    const opened = datasets;
-    let closing: Promise<void> | undefined;
-    return {
-      location:
-        config.store.driver === 'sqlite' ? `data dir ${resolve(config.data_dir)}` : 'PostgreSQL',
-      service,
-      executor,
-      close() {
-        closing ??= (async () => {
-          try {
-            await executor.shutdown();
-          } finally {
-            await opened.close().catch(() => undefined);
-            await http.close();
-            await store.close();
-          }
-        })();
-        return closing;
-      },
-    };
-  } catch (err) {
-    await datasets?.close().catch(() => undefined);
-    await http.close();
-    await store.close();
-    throw err;
-  }
+  return createLocalRuns(configFromFlags(flags, io), { env: io.env, ...options });
 }
 
 type Flags = ResourceFlags;

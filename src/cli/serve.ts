@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { authRequired, createApp } from '../app.js';
+import { authRequired, createApp } from '../app/index.js';
 import { loadConfig } from '../config/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError } from './io.js';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createSourceService } from '../app.js';
+import { createSourceService } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { systemClock } from '../core/index.js';
 import type { SourceService, SourceStatus, SourceView } from '../sources/index.js';

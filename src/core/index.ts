@@ -1,11 +1,13 @@
 /**
  * @module core
  * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
- * ids, the clock, retry backoff and the one YAML reader. No I/O; imports nothing internal.
+ * ids, the clock, the Component lifecycle, retry backoff and the one YAML reader. No I/O;
+ * imports nothing internal.
  */
 export * from './background.js';
 export * from './backoff.js';
 export * from './clock.js';
+export * from './component.js';
 export * from './content.js';
 export * from './errors.js';
 export * from './glob.js';

@@ -16,6 +16,7 @@ import {
 import type { PendingTrace } from '../store/index.js';
 import { normalizeTrace } from './conventions/index.js';
 
+export { CompleterThread } from './completer-thread.js';
 export { IngestErrors } from './error-codes.js';
 export { limitSpans, type SpanLimits, spanLimitsFromConfig } from './limits.js';
 export {

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
 import { storeVariants } from '../../test/support/stores.js';
-import { type App, createApp } from '../app.js';
+import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { FakeClock } from '../core/index.js';

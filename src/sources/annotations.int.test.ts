@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { agentRun } from '../../test/fakes/langfuse/samples.js';
 import { LangfuseFake } from '../../test/fakes/langfuse/server.js';
 import { storeVariants } from '../../test/support/stores.js';
-import { type App, createApp } from '../app.js';
+import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { FakeClock } from '../core/index.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { storeVariants } from '../../test/support/stores.js';
-import { type App, createApp } from '../app.js';
+import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { FakeClock, type Span } from '../core/index.js';

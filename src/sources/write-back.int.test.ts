@@ -8,7 +8,7 @@ import { LangfuseFake } from '../../test/fakes/langfuse/server.js';
 import { FaultProxy } from '../../test/support/fault-proxy.js';
 import { cli } from '../../test/support/process.js';
 import { storeVariants } from '../../test/support/stores.js';
-import { type App, createApp } from '../app.js';
+import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { FakeClock } from '../core/index.js';

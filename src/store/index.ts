@@ -4,7 +4,7 @@
  * SQLite (embedded default) or PostgreSQL, applies migrations and returns a `Store`. Owns the
  * schema, migrations, dialect adapters and leases. Imports core and config types only; Kysely
  * and driver types never leave this folder. Domain areas import the ports from here; only
- * app.ts (and store tests) call `openStore`.
+ * the composition root (app/) and store tests call `openStore`.
  */
 
 export type { StoreLogger } from './backend.js';

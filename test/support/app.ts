@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { type App, createApp } from '../../src/app.js';
+import { type App, createApp } from '../../src/app/index.js';
 import { loadConfig } from '../../src/config/index.js';
 
 export interface TestApp {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { authorize } from '../../auth/index.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../../telemetry/index.js';
 
 export interface HealthDeps {
   /** Throws when the database is unreachable or not migrated. */

@@ -253,7 +253,7 @@ export function createJudge(name: string, config: JudgeConfig, deps: JudgeDeps):
   };
 }
 
-/** One judge per configured name, as `app.ts` wires them from `config.judges`. */
+/** One judge per configured name, as the composition root wires them from `config.judges`. */
 export function createJudges(
   configs: Readonly<Record<string, JudgeConfig>>,
   deps: JudgeDeps,

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { agentRun, SAMPLE_TRACE_ID, sampleTrace } from '../../../../test/fakes/langfuse/samples.js';
 import { LangfuseFake } from '../../../../test/fakes/langfuse/server.js';
-import { type App, createApp } from '../../../app.js';
+import { type App, createApp } from '../../../app/index.js';
 import { OPEN_PRINCIPAL } from '../../../auth/index.js';
 import { loadConfig } from '../../../config/index.js';
 import { FakeClock } from '../../../core/index.js';

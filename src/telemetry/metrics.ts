@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Result } from '../core/index.js';
 import type { EvaluationObserver } from '../evaluators/index.js';
@@ -6,11 +5,11 @@ import type { IngestObserver } from '../ingest/index.js';
 import type { PolicyEngineObserver } from '../policies/index.js';
 import type { SourceObserver, WriteBackObserver } from '../sources/index.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
-import type { AdmissionObserver, ShedReason } from './admission.js';
 
 /**
  * Prometheus metrics: process metrics, HTTP requests by route and status, evaluator outcomes and
- * durations. One registry per app so tests can build several apps in one process.
+ * durations. One registry per app so tests can build several apps in one process. It implements
+ * the observer interfaces the areas declare, so no area imports telemetry.
  */
 export class Metrics
   implements
@@ -19,8 +18,7 @@ export class Metrics
     WebhookObserver,
     PolicyEngineObserver,
     SourceObserver,
-    WriteBackObserver,
-    AdmissionObserver
+    WriteBackObserver
 {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -183,7 +181,8 @@ export class Metrics
     for (const reason of ['requests', 'bytes', 'queue']) this.requestsShed.inc({ reason }, 0);
   }
 
-  onShed(reason: ShedReason): void {
+  /** A write request refused to shed load (the edge's admission control). */
+  onShed(reason: 'requests' | 'bytes' | 'queue'): void {
     this.requestsShed.inc({ reason });
   }
 
@@ -307,13 +306,10 @@ export class Metrics
     this.evalDuration.observe({ evaluator: type }, durationMs / 1000);
   }
 
-  /** Records every response under its route template (never the raw URL: bounded label values). */
-  instrument(app: FastifyInstance): void {
-    app.addHook('onResponse', async (request, reply) => {
-      const route = request.routeOptions.url ?? 'unmatched';
-      const labels = { method: request.method, route, status: String(reply.statusCode) };
-      this.httpRequests.inc(labels);
-      this.httpDuration.observe(labels, reply.elapsedTime / 1000);
-    });
+  /** One HTTP response, under its route template (never the raw URL: bounded label values). */
+  onHttpResponse(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
   }
 }

@@ -1,0 +1,66 @@
+import type { Config } from '../config/index.js';
+import { component, systemClock } from '../core/index.js';
+import {
+  CompleterThread,
+  IngestService,
+  normalizeStoredTrace,
+  spanLimitsFromConfig,
+  TraceCompleter,
+} from '../ingest/index.js';
+import { compileRedaction } from '../redaction/index.js';
+import type { BuildBase } from './base.js';
+
+/**
+ * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
+ * share. `onCompleted` runs after the completion thread completed traces.
+ */
+export function buildIngest(
+  config: Readonly<Config>,
+  deps: BuildBase & { onCompleted: () => void },
+) {
+  const { store, clock, logger, metrics } = deps;
+  const redactor = compileRedaction(config.traces.redaction);
+  const limits = spanLimitsFromConfig(config.traces.limits);
+  const ingest = new IngestService({ store, redactor, clock, observer: metrics, limits });
+  const rules = {
+    graceMs: config.traces.completion_grace,
+    idleMs: config.traces.idle_timeout,
+    maxAgeMs: config.traces.max_age,
+  };
+  const completer = new TraceCompleter({
+    store,
+    clock,
+    rules,
+    maxEventsPerSpan: limits.maxEventsPerSpan,
+    normalize: normalizeStoredTrace,
+    observer: metrics,
+    logger,
+  });
+  // listen() completes traces in a worker thread (its own store connection) so normalizing does not
+  // take CPU from ingest; an injected clock (tests) keeps completion in-process, driven by tick().
+  const completion =
+    clock === systemClock
+      ? new CompleterThread({
+          data: {
+            store: config.store,
+            dataDir: config.data_dir,
+            rules,
+            maxEventsPerSpan: limits.maxEventsPerSpan,
+          },
+          fallback: completer,
+          onCompleted: (n) => {
+            metrics.onCompleted(n);
+            deps.onCompleted();
+          },
+          logger,
+        })
+      : completer;
+  const completing = component('trace-completion', {
+    start: () => completion.start(),
+    stop: async () => {
+      await completion.shutdown();
+      await completer.shutdown();
+    },
+  });
+  return { redactor, limits, service: ingest, completer, component: completing };
+}

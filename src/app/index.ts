@@ -1,0 +1,393 @@
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { destination, type Logger, pino } from 'pino';
+import { IdempotencyService } from '../api/index.js';
+import { KeyService } from '../auth/index.js';
+import type { Config } from '../config/index.js';
+import {
+  type Clock,
+  type Component,
+  component,
+  startAll,
+  stopAll,
+  systemClock,
+} from '../core/index.js';
+import { createDatasetService, type DatasetService } from '../datasets/index.js';
+import type { EvaluationService } from '../evaluators/index.js';
+import { type TraceCompleter, TraceQueries } from '../ingest/index.js';
+import {
+  type CredentialResolver,
+  createCredentialResolver,
+  createHttpClient,
+  createOutboundGuard,
+  type HttpClient,
+  proxySettingsFromConfig,
+} from '../net/index.js';
+import {
+  AnnotationService,
+  type PolicyEngine,
+  PolicyService,
+  ScoreQueries,
+} from '../policies/index.js';
+import type { RunExecutor, RunRetention, RunService } from '../runs/index.js';
+import {
+  type ConnectorSettings,
+  findConnector,
+  type ParsedSource,
+  SourceErrors,
+  type SourceManager,
+  SourceService,
+  type TraceStoreConnector,
+  type WriteBackWriter,
+} from '../sources/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { Metrics, registerStateGauges } from '../telemetry/index.js';
+import { createWebhooks, type Webhooks } from '../webhooks/index.js';
+import { buildEvaluation } from './build-evaluation.js';
+import { buildIngest } from './build-ingest.js';
+import { buildPolicyEngine } from './build-policies.js';
+import { buildRunRetention, buildRuns, serverRunTargets } from './build-runs.js';
+import { boundAddress, buildHttpServer } from './build-server.js';
+import { buildSourcePulling } from './build-sources.js';
+import { closes, loop } from './lifecycle.js';
+
+export { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+export { authRequired } from './build-server.js';
+export { createLocalRuns, type LocalRuns } from './local-runs.js';
+
+/**
+ * @module app
+ * Composition root: config → store → services → HTTP edge. Each area's parts are made by a
+ * builder (build-*.ts, the create*Service functions) that the CLI's local mode calls too; the
+ * running parts are Components, started in list order by `listen()` and stopped in reverse by
+ * `close()`. Tests build an App without listening and drive it with `app.server.inject()`.
+ */
+
+export interface AppDeps {
+  /** The process environment, for credential references (`credential: {env: VAR}`). */
+  env: Record<string, string | undefined>;
+  clock?: Clock;
+  logger?: Logger;
+  /** Collect Node process metrics (off in tests that build many apps). */
+  processMetrics?: boolean;
+}
+
+export interface App {
+  readonly config: Readonly<Config>;
+  readonly server: FastifyInstance;
+  readonly store: Store;
+  readonly keys: KeyService;
+  readonly evaluation: EvaluationService;
+  readonly logger: Logger;
+  /** Completes open traces from database state; started by `listen()`, or driven by tests via `tick()`. */
+  readonly completer: TraceCompleter;
+  /** Webhook service, event emitter and dispatcher (started by `listen()`, or `tick()` in tests). */
+  readonly webhooks: Webhooks;
+  /** The online scoring engine (started by `listen()` unless `online.enabled` is false; `tick()` in tests). */
+  readonly engine: PolicyEngine;
+  readonly policies: PolicyService;
+  readonly sources: SourceService;
+  /** Pulls trace sources (started by `listen()` with the engine; `tick()` in tests). */
+  readonly sourceManager: SourceManager;
+  /** Sends queued write-backs to the sources' stores (`tick()` in tests). */
+  readonly writeBacks: WriteBackWriter;
+  readonly runs: RunService;
+  /** Executes runs (started by `listen()`; `drain()` or `tick()` in tests). */
+  readonly runExecutor: RunExecutor;
+  /** Deletes finished runs past `runs.retention` (hourly once listening; `sweep()` in tests). */
+  readonly runRetention: RunRetention;
+  /** Idempotency-Key records (its expiry sweep is started by `listen()`; `sweep()` in tests). */
+  readonly idempotency: IdempotencyService;
+  /** Dataset upload, import and the reader runs use (`read(project, path)`). */
+  readonly datasets: DatasetService;
+  /** What `listen()` starts in this order and `close()` stops in reverse (the server last in). */
+  readonly components: readonly Component[];
+  /** Starts the components, the server last; resolves to its address (`127.0.0.1:4318`). */
+  listen(): Promise<string>;
+  /**
+   * Stops accepting, drains in-flight requests (bounded), stops the workers, closes the store.
+   * Safe twice, and without `listen()`.
+   */
+  close(): Promise<void>;
+}
+
+/** The policy resource's service as configured (the server and the CLI's local mode build it). */
+export function createPolicyService(
+  config: Readonly<Config>,
+  deps: {
+    store: Store;
+    clock: Clock;
+    evaluation: EvaluationService;
+    logger: Logger;
+    onChange?: () => void;
+  },
+): PolicyService {
+  return new PolicyService({
+    store: deps.store,
+    clock: deps.clock,
+    registry: deps.evaluation.registry,
+    resolveJudge: (name, path) => deps.evaluation.resolveJudge(name, path),
+    // The same checks as webhook URLs: alert webhooks are delivered by the webhook dispatcher.
+    guard: createOutboundGuard({
+      allowHosts: config.webhooks.allow_hosts,
+      requireHttps: false,
+      setting: 'webhooks.allow_hosts',
+    }),
+    logger: deps.logger,
+    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+  });
+}
+
+/** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */
+function sourceGuard(config: Readonly<Config>) {
+  return createOutboundGuard({
+    allowHosts: config.sources.allow_hosts,
+    requireHttps: true,
+    setting: 'sources.allow_hosts',
+  });
+}
+
+function credentialResolver(config: Readonly<Config>, env: Record<string, string | undefined>) {
+  return createCredentialResolver({
+    env,
+    dir: config.sources.dir ?? join(config.data_dir, 'secrets'),
+    grants: config.credentials.grants,
+  });
+}
+
+/** The source resource's service as configured (the server and the CLI's local mode build it). */
+export function createSourceService(
+  config: Readonly<Config>,
+  deps: {
+    store: Store;
+    clock: Clock;
+    env: Record<string, string | undefined>;
+    logger: Logger;
+    onChange?: () => void;
+  },
+): SourceService {
+  const credentials = credentialResolver(config, deps.env);
+  return new SourceService({
+    store: deps.store,
+    clock: deps.clock,
+    guard: sourceGuard(config),
+    grants: { check: (ref, project, host) => credentials.checkGrant(ref, project, host) },
+    supported: (connector, variant) => findConnector(connector, variant) !== undefined,
+    logger: deps.logger,
+    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+  });
+}
+
+/** Builds a source's connector with its credential resolved now (rotation applies at once). */
+function connectorFactory(
+  http: HttpClient,
+  credentials: CredentialResolver,
+  settings: ConnectorSettings,
+): (source: ParsedSource, project: string) => Promise<TraceStoreConnector> {
+  return async (source, project) => {
+    const manifest = findConnector(source.spec.connector, source.spec.variant);
+    if (manifest === undefined) {
+      throw SourceErrors.SOURCE_NOT_SUPPORTED_YET(
+        `connector "${source.spec.connector}" is not supported by this version`,
+      );
+    }
+    const host = new URL(source.spec.endpoint).hostname;
+    const credential =
+      source.spec.credentials === undefined
+        ? undefined
+        : await credentials.resolveGranted(source.spec.credentials, project, host);
+    return manifest.create(source, {
+      http,
+      settings,
+      ...(credential === undefined ? {} : { credential }),
+    });
+  };
+}
+
+/** The HTTP client of trace-source connectors, under the source endpoints' outbound rules. */
+function createSourceHttpClient(config: Readonly<Config>, clock: Clock): HttpClient {
+  return createHttpClient({
+    userAgent: 'touchstone-sources',
+    ...sourceGuard(config),
+    clock,
+    maxRedirects: 5,
+    proxy: proxySettingsFromConfig(config.proxy),
+  });
+}
+
+/** The online scoring engine and the policy service that wakes it when a policy changes. */
+function buildPolicies(
+  config: Readonly<Config>,
+  deps: Parameters<typeof buildPolicyEngine>[1],
+): { engine: PolicyEngine; service: PolicyService } {
+  const engine = buildPolicyEngine(config, deps);
+  const service = createPolicyService(config, {
+    ...deps,
+    onChange: () => {
+      engine.invalidate();
+      engine.wake();
+    },
+  });
+  return { engine, service };
+}
+
+/**
+ * Trace sources as served: the resource service, pulling and write-back (woken when a source
+ * changes), the credentials their connectors resolve, and the connectors' HTTP client.
+ */
+function buildSources(
+  config: Readonly<Config>,
+  deps: Omit<Parameters<typeof buildSourcePulling>[1], 'connector'> & {
+    env: Record<string, string | undefined>;
+  },
+) {
+  const http = createSourceHttpClient(config, deps.clock);
+  const credentials = credentialResolver(config, deps.env);
+  const connector = connectorFactory(http, credentials, {
+    maxAttributeBytes: config.traces.max_attribute_bytes,
+  });
+  const pulling = buildSourcePulling(config, { ...deps, connector });
+  const service = createSourceService(config, {
+    ...deps,
+    onChange: () => {
+      pulling.directory.invalidate();
+      pulling.manager.wake();
+    },
+  });
+  return { ...pulling, service, credentials, component: closes('source-http', http) };
+}
+
+export async function createApp(config: Readonly<Config>, deps: AppDeps): Promise<App> {
+  const clock = deps.clock ?? systemClock;
+  // JSON logs on stderr; stdout is for what the CLI prints.
+  const logger =
+    deps.logger ??
+    pino({ level: config.log_level, base: { service: 'touchstone' } }, destination(2));
+  const store = await openStore(config, { clock, logger });
+  try {
+    return await assemble(config, deps, { store, clock, logger });
+  } catch (err) {
+    // A half-built app must not leave the database open (or SQLite locked).
+    await store.close();
+    throw err;
+  }
+}
+
+async function assemble(
+  config: Readonly<Config>,
+  deps: AppDeps,
+  { store, clock, logger }: { store: Store; clock: Clock; logger: Logger },
+): Promise<App> {
+  const { env } = deps;
+  const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
+  const base = { store, clock, logger, metrics };
+  const keys = new KeyService({ keys: store.keys, clock });
+  const judging = buildEvaluation(config, { env, clock, logger, metrics });
+  const evaluation = judging.service;
+  const ingest = buildIngest(config, { ...base, onCompleted: () => engine.wake() });
+  const { redactor, limits, completer } = ingest;
+  const proxy = proxySettingsFromConfig(config.proxy);
+  const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
+  const events = webhooks.emitter;
+  const sourcing = buildSources(config, { ...base, env, redactor, limits });
+  const { sinks, manager: sourceManager, writeBacks, service: sources } = sourcing;
+  const { engine, service: policies } = buildPolicies(config, {
+    ...base,
+    evaluation,
+    events,
+    sinks,
+  });
+  registerStateGauges(metrics, { store, clock, webhooks: webhooks.service, sources });
+  const idempotency = new IdempotencyService({ store, clock, logger });
+  const datasets = createDatasetService(config, { env, logger, clock, proxy });
+  const targets = serverRunTargets(config, { env, grants: sourcing.credentials, clock });
+  const runs = buildRuns(config, {
+    ...base,
+    evaluation,
+    datasets,
+    events,
+    targets,
+    observer: metrics,
+  });
+  const runRetention = buildRunRetention(config, { store, clock, logger });
+  const traces = new TraceQueries(store);
+  const http = await buildHttpServer(config, {
+    store,
+    logger,
+    services: {
+      keys,
+      evaluation,
+      metrics,
+      ingest: ingest.service,
+      traces,
+      webhooks: webhooks.service,
+      policies,
+      scores: new ScoreQueries(store),
+      annotations: new AnnotationService({
+        store,
+        clock,
+        traces,
+        events,
+        sinks,
+        redactText: (text) => redactor.redactText(text),
+      }),
+      sources,
+      runs: runs.service,
+      idempotency,
+      datasets,
+    },
+  });
+  // Started in this order, stopped in reverse: the server stops accepting and drains first, then
+  // each worker stops before what it feeds or writes to; the store closes last.
+  const components = [
+    closes('store', store),
+    closes('datasets', datasets),
+    sourcing.component,
+    judging.component,
+    // After every emitter, before the store: interrupted attempts are recorded so another replica
+    // resends them.
+    component('webhooks', {
+      start: () => webhooks.dispatcher.start(),
+      stop: () => webhooks.close(),
+    }),
+    loop('idempotency-sweep', idempotency),
+    loop('run-retention', runRetention),
+    runs.component,
+    loop('write-backs', writeBacks),
+    // Only replicas that run the engine pull, so a source is never read twice at once.
+    loop('source-manager', sourceManager, config.online.enabled),
+    loop('policy-engine', engine, config.online.enabled),
+    ingest.component,
+    http.component,
+  ];
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    server: http.server,
+    store,
+    keys,
+    evaluation,
+    logger,
+    completer,
+    webhooks,
+    engine,
+    policies,
+    sources,
+    sourceManager,
+    writeBacks,
+    runs: runs.service,
+    runExecutor: runs.executor,
+    runRetention,
+    idempotency,
+    datasets,
+    components,
+    async listen() {
+      await startAll(components);
+      return boundAddress(http.server, config.listen);
+    },
+    close() {
+      closing ??= stopAll(components);
+      return closing;
+    },
+  };
+}
