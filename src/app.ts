@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
 import { buildServer, DEFAULT_UI_DIR, Metrics } from './api/index.js';
-import { KeyService } from './auth/index.js';
+import { createBearerAuthenticator, KeyService } from './auth/index.js';
 import { type Config, isLoopbackListen, splitListen } from './config/index.js';
 import { type Clock, systemClock } from './core/index.js';
 import { createDatasetService, type DatasetService } from './datasets/index.js';
@@ -274,6 +274,11 @@ async function assemble(
   const http = createJudgeHttpClient(config);
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const keys = new KeyService({ keys: store.keys, clock });
+  const auth = createBearerAuthenticator(config, {
+    keys,
+    clock,
+    proxy: proxySettingsFromConfig(config.proxy),
+  });
   const evaluation = createEvaluationService(config, {
     http,
     env: deps.env,
@@ -535,6 +540,7 @@ async function assemble(
     bodyLimit: config.limits.max_body_bytes,
     requestTimeoutMs: config.limits.request_timeout,
     authRequired: authRequired(config),
+    bearer: auth.bearer,
     keys,
     evaluation,
     metrics,
@@ -591,6 +597,7 @@ async function assemble(
         // Before the store: interrupted attempts are recorded so another replica resends them.
         await webhooks.close();
         await http.close();
+        await auth.close();
         await sourceHttp.close();
         await datasets.close();
         await store.close();

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { KeyService } from '../auth/index.js';
+import type { BearerAuthenticator, KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
@@ -46,6 +46,8 @@ export interface ServerDeps {
   /** Longest a client may take to send a whole HTTP/1.1 request; 0 = no limit. */
   requestTimeoutMs: number;
   authRequired: boolean;
+  /** Resolves bearer credentials (API keys, identity-provider tokens) on every door. */
+  bearer: BearerAuthenticator;
   keys: KeyService;
   evaluation: EvaluationService;
   metrics: Metrics;
@@ -143,7 +145,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     'Body bytes (received and inflated) held by admitted write requests.',
     async () => admission.inFlight.bytes,
   );
-  installAuth(app, deps.keys, deps.authRequired);
+  installAuth(app, deps.bearer, deps.authRequired);
   installAdmission(app, admission);
   // Before any route: its onRoute hook finds the marked routes as they are registered.
   installIdempotency(app, deps.idempotency);
