@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
 import { buildServer, DEFAULT_UI_DIR, Metrics } from './api/index.js';
-import { createBearerAuthenticator, KeyService } from './auth/index.js';
+import { AuditTrail, createBearerAuthenticator, KeyService } from './auth/index.js';
 import { type Config, isLoopbackListen, splitListen } from './config/index.js';
 import { type Clock, systemClock } from './core/index.js';
 import { createDatasetService, type DatasetService } from './datasets/index.js';
@@ -75,6 +75,8 @@ export interface App {
   readonly server: FastifyInstance;
   readonly store: Store;
   readonly keys: KeyService;
+  /** Writes and refusals (flushed every second once listening; `flush()` in tests). */
+  readonly audit: AuditTrail;
   readonly evaluation: EvaluationService;
   readonly logger: Logger;
   /** Completes open traces from database state; started by `listen()`, or driven by tests via `tick()`. */
@@ -274,6 +276,12 @@ async function assemble(
   const http = createJudgeHttpClient(config);
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const keys = new KeyService({ keys: store.keys, clock });
+  const audit = new AuditTrail({
+    store: store.audit,
+    clock,
+    retentionMs: config.audit.retention,
+    logger,
+  });
   const auth = createBearerAuthenticator(config, {
     keys,
     clock,
@@ -541,6 +549,7 @@ async function assemble(
     requestTimeoutMs: config.limits.request_timeout,
     authRequired: authRequired(config),
     bearer: auth.bearer,
+    audit,
     keys,
     evaluation,
     metrics,
@@ -592,6 +601,7 @@ async function assemble(
         await runExecutor.shutdown();
         await runRetention.shutdown();
         await idempotency.shutdown();
+        await audit.shutdown();
       } finally {
         clearTimeout(timer);
         // Before the store: interrupted attempts are recorded so another replica resends them.
@@ -611,6 +621,7 @@ async function assemble(
     server,
     store,
     keys,
+    audit,
     evaluation,
     logger,
     completer,
@@ -639,6 +650,7 @@ async function assemble(
       runExecutor.start();
       runRetention.start();
       idempotency.start();
+      audit.start();
       const addr = server.server.address();
       if (addr === null || typeof addr === 'string') return config.listen;
       return addr.family === 'IPv6'

@@ -54,6 +54,11 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
   },
   { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: ['admin', 'owner'] },
   {
+    name: 'list audit entries',
+    call: { method: 'GET', url: '/v1alpha1/audit' },
+    allowed: ['admin', 'owner'],
+  },
+  {
     name: 'apply policy',
     call: { method: 'POST', url: '/v1alpha1/policies', body: policy('applied') },
     allowed: ['editor', 'admin', 'owner'],

@@ -5,6 +5,12 @@
  * provider's discovery and keys) and store ports only; never api/.
  */
 export { type AuditLogger, audited } from './audit.js';
+export {
+  AUDIT_BUFFER_MAX,
+  type AuditRecord,
+  AuditTrail,
+  type AuditTrailDeps,
+} from './audit-trail.js';
 export { BearerAuthenticator, type BearerAuthenticatorDeps } from './bearer.js';
 export { AuthErrors } from './error-codes.js';
 export { createBearerAuthenticator } from './from-config.js';

@@ -24,6 +24,7 @@ import type {
   TraceSummary,
   Usage,
 } from '../core/index.js';
+import type { AuditStore } from './ports/audit.js';
 
 export type { Role } from '../core/index.js';
 
@@ -56,6 +57,8 @@ export interface NewApiKey extends ApiKeyRecord {
   /** Hash of the secret (the secret itself is never stored). Unique across all keys. */
   secretHash: string;
 }
+
+export * from './ports/audit.js';
 
 export interface PageRequest {
   /** 1..1000; larger values are clamped to 1000. */
@@ -1170,6 +1173,7 @@ export interface Repositories {
   readonly sources: SourceStore;
   readonly runs: RunStore;
   readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
 }
 
 /** Repositories bound to one open transaction: every call runs inside it. */
