@@ -32,9 +32,10 @@ export function installAudit(app: FastifyInstance, trail: AuditTrail): void {
   app.addHook('onError', async (request, _reply, err) => {
     noteFailure(request, err);
   });
-  // On the raw response: refusals answered in an RPC caller's protocol bypass Fastify's reply.
+  // On the raw response (refusals answered in an RPC caller's protocol bypass Fastify's reply),
+  // at `close`, which also comes when the client went away before the answer was complete.
   app.addHook('onRequest', async (request, reply) => {
-    reply.raw.once('finish', () => {
+    reply.raw.once('close', () => {
       const entry = auditRecord(request, reply.raw.statusCode);
       if (entry !== undefined) trail.record(entry);
     });

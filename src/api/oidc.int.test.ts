@@ -101,7 +101,14 @@ describe('OIDC bearer tokens from a real provider', () => {
   it('maps users and groups to project and roles; the first matching mapping wins', async () => {
     const alice = await whoami(await idp.token('alice'));
     expect(alice.statusCode).toBe(200);
-    expect(alice.json()).toMatchObject({ kind: 'oidc', project: 'agents', roles: ['editor'] });
+    expect(alice.json()).toMatchObject({
+      kind: 'oidc',
+      subject: 'alice',
+      email: 'alice@example.com',
+      groups: ['team-agents', 'staff'],
+      project: 'agents',
+      roles: ['editor'],
+    });
     const bob = await whoami(await idp.token('bob'));
     expect(bob.json()).toMatchObject({ kind: 'oidc', project: 'agents', roles: ['viewer'] });
     const carol = await whoami(await idp.token('carol'));

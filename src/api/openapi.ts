@@ -234,7 +234,8 @@ export const OPERATIONS: readonly Operation[] = [
     tag: 'meta',
     summary: 'Who the request acts as and the projects it may read.',
     access: 'any-key',
-    response: '`{"kind", "keyId"?, "project"?, "roles", "permissions", "scope"?, "projects"}`.',
+    response:
+      '`{"kind", "keyId"?, "subject"?, "email"?, "groups"?, "project"?, "roles", "permissions", "scope"?, "projects"}`.',
   },
   {
     method: 'post',
