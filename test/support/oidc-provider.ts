@@ -27,6 +27,26 @@ export interface TestProvider {
 }
 
 /**
+ * The provider's storage: client_credentials tokens in JWT format are never stored and the
+ * clients are static, so nothing needs keeping (and no development-storage warning is printed).
+ */
+class NoStorage {
+  async upsert(): Promise<void> {}
+  async find(): Promise<undefined> {
+    return undefined;
+  }
+  async findByUserCode(): Promise<undefined> {
+    return undefined;
+  }
+  async findByUid(): Promise<undefined> {
+    return undefined;
+  }
+  async consume(): Promise<void> {}
+  async destroy(): Promise<void> {}
+  async revokeByGrantId(): Promise<void> {}
+}
+
+/**
  * A real OIDC provider (`oidc-provider` from npm) on loopback: discovery, a JWKS with an RS256
  * key, and client_credentials tokens in JWT format for a resource indicator, with claims per
  * client. `metadataIssuer` makes it serve discovery naming another issuer than its address.
@@ -53,6 +73,7 @@ export async function startTestProvider(
       response_types: [],
       token_endpoint_auth_method: 'client_secret_post',
     })),
+    adapter: NoStorage,
     jwks: { keys: [privateJwk] },
     ttl: { ClientCredentials: 600 },
     features: {
