@@ -1,5 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { AuthErrors, type KeyService, OPEN_PRINCIPAL, type Principal } from '../auth/index.js';
+import {
+  AuthErrors,
+  type BearerAuthenticator,
+  OPEN_PRINCIPAL,
+  type Principal,
+} from '../auth/index.js';
 import './context.js';
 import { OPENAPI_PATH } from './openapi.js';
 
@@ -11,9 +16,14 @@ const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', OPENAPI_PATH, '/ui', '/ui/
 
 /**
  * Resolves the caller before any handler: with auth off every request acts as the open principal
- * (owner of every project); with auth on a bearer API key is required except on health routes.
+ * (owner of every project); with auth on a bearer credential (an API key, or an identity provider's token) is required
+ * except on health routes.
  */
-export function installAuth(app: FastifyInstance, keys: KeyService, required: boolean): void {
+export function installAuth(
+  app: FastifyInstance,
+  bearer: Pick<BearerAuthenticator, 'authenticate'>,
+  required: boolean,
+): void {
   // Decorated as null (a shared object default is refused by Fastify), set on every request.
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request) => {
@@ -23,15 +33,15 @@ export function installAuth(app: FastifyInstance, keys: KeyService, required: bo
     const header = request.headers.authorization;
     if (header === undefined || header === '') {
       throw AuthErrors.UNAUTHENTICATED(
-        'missing credentials: send "Authorization: Bearer <API key>"',
+        'missing credentials: send "Authorization: Bearer <API key or identity token>"',
       );
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (match === null) {
       throw AuthErrors.UNAUTHENTICATED(
-        'malformed Authorization header: expected "Bearer <API key>"',
+        'malformed Authorization header: expected "Bearer <API key or identity token>"',
       );
     }
-    request.principal = await keys.authenticate(match[1] as string);
+    request.principal = await bearer.authenticate(match[1] as string);
   });
 }

@@ -3,6 +3,11 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
+import {
+  API_AUDIENCE,
+  startTestProvider,
+  type TestProvider,
+} from '../../test/support/oidc-provider.js';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
 import {
   hashSecret,
@@ -48,6 +53,11 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     allowed: ['viewer', 'editor', 'admin', 'owner'],
   },
   { name: 'metrics', call: { method: 'GET', url: '/metrics' }, allowed: ['admin', 'owner'] },
+  {
+    name: 'list audit entries',
+    call: { method: 'GET', url: '/v1alpha1/audit' },
+    allowed: ['admin', 'owner'],
+  },
   {
     name: 'apply policy',
     call: { method: 'POST', url: '/v1alpha1/policies', body: policy('applied') },
@@ -228,15 +238,38 @@ function policy(name: string) {
   };
 }
 
-describe('API keys and roles (auth section present)', () => {
+/** The two kinds of credential every endpoint × role pair is tried with. */
+const DOORS = ['key', 'oidc'] as const;
+
+describe('API keys, identity-provider tokens and roles (auth section present)', () => {
   let t: TestApp;
-  const secrets = {} as Record<Role, string>;
+  let idp: TestProvider;
+  /** Per credential kind and role: an API key of p1, or a provider token mapped to p1. */
+  const credentials = { key: {}, oidc: {} } as Record<(typeof DOORS)[number], Record<Role, string>>;
+  const secrets = credentials.key;
   let keptRun: string;
   let keptTrace = '';
 
   beforeAll(async () => {
+    // A real OIDC provider: one client per role, its group mapped to that role in p1.
+    idp = await startTestProvider(
+      ROLES.map((role) => ({ id: `user-${role}`, claims: { groups: [`touchstone-${role}`] } })),
+    );
     t = await testApp({
-      auth: {},
+      auth: {
+        allow_hosts: ['127.0.0.1'],
+        oidc: [
+          {
+            issuer: idp.issuer,
+            audiences: [API_AUDIENCE],
+            mappings: ROLES.map((role) => ({
+              groups: [`touchstone-${role}`],
+              project: 'p1',
+              roles: [role],
+            })),
+          },
+        ],
+      },
       sources: { allow_hosts: ['127.0.0.1'] },
       traces: { completion_grace: '100ms' },
     });
@@ -244,6 +277,7 @@ describe('API keys and roles (auth section present)', () => {
       secrets[role] = (
         await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: [role], name: role })
       ).secret;
+      credentials.oidc[role] = await idp.token(`user-${role}`);
     }
     await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
     await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
@@ -251,7 +285,10 @@ describe('API keys and roles (auth section present)', () => {
     await t.app.runExecutor.drain();
     keptTrace = await completedTrace();
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
 
   /** One agent trace of p1, sent over OTLP and completed. */
   async function completedTrace(): Promise<string> {
@@ -329,9 +366,9 @@ describe('API keys and roles (auth section present)', () => {
       expect((await send(entry.call, 'tsk_not-a-real-key')).statusCode).toBe(401);
     });
 
-    for (const role of ROLES) {
+    for (const [door, role] of DOORS.flatMap((d) => ROLES.map((r) => [d, r] as const))) {
       const allowed = entry.allowed.includes(role);
-      it(`${entry.name} as ${role}: ${allowed ? 'allowed' : '403'}`, async () => {
+      it(`${entry.name} as ${role} (${door}): ${allowed ? 'allowed' : '403'}`, async () => {
         let call = entry.call;
         if (call.url.includes('REVOKE_ME')) {
           const victim = await t.app.keys.create(OPEN_PRINCIPAL, {
@@ -360,7 +397,7 @@ describe('API keys and roles (auth section present)', () => {
           await t.app.runExecutor.drain();
           call = { ...call, url: call.url.replace('RUN_DROP', doomed.id) };
         }
-        const res = await send(call, secrets[role]);
+        const res = await send(call, credentials[door][role]);
         if (allowed) {
           expect(res.statusCode).toBe(200);
         } else {

@@ -11,6 +11,7 @@ import { AnnotationSchema, PolicyResourceSchema, PolicySpecSchema } from '../pol
 import { GateSchema, RunPlainSchema, RunResourceSchema, RunSpecSchema } from '../runs/index.js';
 import { SourceResourceSchema, SourceSpecSchema } from '../sources/index.js';
 import { WebhookFlatSchema, WebhookResourceSchema } from '../webhooks/index.js';
+import { AuditListQuerySchema } from './routes/audit.js';
 import { DatasetUploadQuerySchema } from './routes/datasets.js';
 import { KeyPageQuerySchema } from './routes/keys.js';
 import { RescoreBodySchema } from './routes/policies.js';
@@ -233,7 +234,8 @@ export const OPERATIONS: readonly Operation[] = [
     tag: 'meta',
     summary: 'Who the request acts as and the projects it may read.',
     access: 'any-key',
-    response: '`{"kind", "keyId"?, "project"?, "roles", "permissions", "scope"?, "projects"}`.',
+    response:
+      '`{"kind", "keyId"?, "subject"?, "email"?, "groups"?, "project"?, "roles", "permissions", "scope"?, "projects"}`.',
   },
   {
     method: 'post',
@@ -256,6 +258,18 @@ export const OPERATIONS: readonly Operation[] = [
     query: KeyPageQuerySchema,
     params: [project],
     response: '`{"keys": [...], "next_page_token"?}`.',
+  },
+  {
+    method: 'get',
+    path: '/v1alpha1/audit',
+    operationId: 'listAudit',
+    tag: 'audit',
+    summary:
+      "The audit trail (writes and refusals), newest first, paged; an admin reads their project's.",
+    access: 'audit.read',
+    query: AuditListQuerySchema,
+    response:
+      '`{"entries": [{"id", "at", "principal", "principalKind", "action", "resource", "project"?, "outcome", "status", "code"?, "requestId"}], "next_page_token"?}`.',
   },
   {
     method: 'delete',

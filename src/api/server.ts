@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { KeyService } from '../auth/index.js';
+import type { AuditTrail, BearerAuthenticator, KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
@@ -16,12 +16,14 @@ import {
   Turnstile,
   WriteAdmission,
 } from './admission.js';
+import { installAudit } from './audit-hook.js';
 import { installAuth } from './auth-hook.js';
 import { ApiErrors } from './error-codes.js';
 import { sendError } from './errors.js';
 import { instrumentHttp } from './http-metrics.js';
 import { type IdempotencyService, installIdempotency } from './idempotency/index.js';
 import { parseJsonBody } from './json.js';
+import { auditRoutes } from './routes/audit.js';
 import { datasetRoutes } from './routes/datasets.js';
 import { evaluateRoutes } from './routes/evaluate.js';
 import { healthRoutes } from './routes/health.js';
@@ -46,6 +48,10 @@ export interface ServerDeps {
   /** Longest a client may take to send a whole HTTP/1.1 request; 0 = no limit. */
   requestTimeoutMs: number;
   authRequired: boolean;
+  /** Resolves bearer credentials (API keys, identity-provider tokens) on every door. */
+  bearer: BearerAuthenticator;
+  /** Records writes and refusals; `GET /v1alpha1/audit` reads it. */
+  audit: AuditTrail;
   keys: KeyService;
   evaluation: EvaluationService;
   metrics: Metrics;
@@ -143,13 +149,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     'Body bytes (received and inflated) held by admitted write requests.',
     async () => admission.inFlight.bytes,
   );
-  installAuth(app, deps.keys, deps.authRequired);
+  // Before auth: its refusals are audited too.
+  installAudit(app, deps.audit);
+  installAuth(app, deps.bearer, deps.authRequired);
   installAdmission(app, admission);
   // Before any route: its onRoute hook finds the marked routes as they are registered.
   installIdempotency(app, deps.idempotency);
   await app.register(healthRoutes, { ready: deps.ready, metrics: deps.metrics });
   await app.register(openApiRoutes);
   await app.register(keyRoutes, { keys: deps.keys });
+  await app.register(auditRoutes, { audit: deps.audit });
   await app.register(whoamiRoutes, { traces: deps.traces });
   await app.register(evaluateRoutes, { evaluation: deps.evaluation });
   await app.register(traceRoutes, { traces: deps.traces });

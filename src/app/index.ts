@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
 import { IdempotencyService } from '../api/index.js';
-import { KeyService } from '../auth/index.js';
+import { AuditTrail, createBearerAuthenticator, KeyService } from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import {
   type Clock,
@@ -77,6 +77,8 @@ export interface App {
   readonly server: FastifyInstance;
   readonly store: Store;
   readonly keys: KeyService;
+  /** Writes and refusals (flushed every second once listening; `flush()` in tests). */
+  readonly audit: AuditTrail;
   readonly evaluation: EvaluationService;
   readonly logger: Logger;
   /** Completes open traces from database state; started by `listen()`, or driven by tests via `tick()`. */
@@ -282,11 +284,18 @@ async function assemble(
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const base = { store, clock, logger, metrics };
   const keys = new KeyService({ keys: store.keys, clock });
+  const proxy = proxySettingsFromConfig(config.proxy);
+  const audit = new AuditTrail({
+    store: store.audit,
+    clock,
+    retentionMs: config.audit.retention,
+    logger,
+  });
+  const auth = createBearerAuthenticator(config, { keys, clock, proxy });
   const judging = buildEvaluation(config, { env, clock, logger, metrics });
   const evaluation = judging.service;
   const ingest = buildIngest(config, { ...base, onCompleted: () => engine.wake() });
   const { redactor, limits, completer } = ingest;
-  const proxy = proxySettingsFromConfig(config.proxy);
   const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
   const events = webhooks.emitter;
   const sourcing = buildSources(config, { ...base, env, redactor, limits });
@@ -316,6 +325,8 @@ async function assemble(
     logger,
     services: {
       keys,
+      bearer: auth.bearer,
+      audit,
       evaluation,
       metrics,
       ingest: ingest.service,
@@ -343,6 +354,7 @@ async function assemble(
     closes('store', store),
     closes('datasets', datasets),
     sourcing.component,
+    closes('identity-provider-http', auth),
     judging.component,
     // After every emitter, before the store: interrupted attempts are recorded so another replica
     // resends them.
@@ -350,6 +362,8 @@ async function assemble(
       start: () => webhooks.dispatcher.start(),
       stop: () => webhooks.close(),
     }),
+    // Stopped once the server has drained: the last requests' entries are written.
+    loop('audit', audit),
     loop('idempotency-sweep', idempotency),
     loop('run-retention', runRetention),
     runs.component,
@@ -366,6 +380,7 @@ async function assemble(
     server: http.server,
     store,
     keys,
+    audit,
     evaluation,
     logger,
     completer,

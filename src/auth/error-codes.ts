@@ -9,6 +9,19 @@ export const AuthErrors = defineErrors({
     kind: 'permission_denied',
     doc: "The caller's roles do not grant the permission the operation needs, or the key belongs to another project.",
   },
+  OIDC_TOKEN_REFUSED: {
+    kind: 'unauthenticated',
+    doc: 'An identity-provider token was refused: too long, malformed, from an issuer not in `auth.oidc`, expired or not yet valid, for another audience, signed with an unknown key or a refused algorithm, or with a signature that does not verify. The message says which.',
+  },
+  OIDC_NO_MAPPING: {
+    kind: 'permission_denied',
+    doc: "The token is valid but none of its issuer's `mappings` matches its claims or groups, so it has no project or roles.",
+  },
+  OIDC_PROVIDER_UNAVAILABLE: {
+    kind: 'unavailable',
+    retryable: true,
+    doc: "The identity provider's discovery document or keys could not be fetched (down, slow past `auth.oidc_timeout`, refused by the outbound rules, or an invalid answer) and no cached key fits the token. Keys already cached keep working.",
+  },
   KEY_NOT_FOUND: { kind: 'not_found', doc: "No API key with that id in the caller's project." },
   KEY_ROLE_NOT_ALLOWED: {
     kind: 'permission_denied',

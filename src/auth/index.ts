@@ -1,10 +1,19 @@
 /**
  * @module auth
- * API keys, roles → permissions, and the principal every request acts as. Owns key secrets
- * (hashed at rest). Imports core and store ports only; never api/.
+ * API keys, identity-provider (OIDC) tokens, roles → permissions, the principal every request
+ * acts as, and the audit trail. Owns key secrets (hashed at rest). Imports core, net (the
+ * provider's discovery and keys) and store ports only; never api/.
  */
 export { type AuditLogger, audited } from './audit.js';
+export {
+  AUDIT_BUFFER_MAX,
+  type AuditRecord,
+  AuditTrail,
+  type AuditTrailDeps,
+} from './audit-trail.js';
+export { BearerAuthenticator, type BearerAuthenticatorDeps } from './bearer.js';
 export { AuthErrors } from './error-codes.js';
+export { createBearerAuthenticator } from './from-config.js';
 export {
   type ApiKey,
   type CreateKeyRequest,
@@ -13,6 +22,15 @@ export {
   KeyService,
   SECRET_PREFIX,
 } from './keys.js';
+export {
+  CLOCK_SKEW_SECONDS,
+  MAX_TOKEN_BYTES,
+  type OidcIssuer,
+  type OidcMapping,
+  OidcVerifier,
+  type OidcVerifierDeps,
+  REFETCH_INTERVAL_MS,
+} from './oidc.js';
 export {
   authorize,
   coversTrace,

@@ -3,14 +3,22 @@ import { AuthErrors } from './error-codes.js';
 import { type Permission, permissionsOf, type Role } from './roles.js';
 
 /**
- * Who is calling. A key principal belongs to one project; the open principal (loopback without
- * an auth section, or --no-auth) acts as owner of every project.
+ * Who is calling. A key principal belongs to one project; an OIDC principal (a person or a
+ * workflow signed in at an identity provider) gets its project and roles from the claims mapping;
+ * the open principal (loopback without an auth section, or --no-auth) acts as owner of every
+ * project.
  */
 export interface Principal {
-  kind: 'key' | 'open';
-  /** Key id, for audit and logs (never the secret). */
+  kind: 'key' | 'oidc' | 'open';
+  /** Key id, or `<issuer>#<subject>` for an OIDC principal: for audit and logs (never a secret). */
   id: string;
-  /** The key's project; undefined for the open principal (all projects). */
+  /** The identity provider's `sub` claim (OIDC principals). */
+  subject?: string;
+  /** The `email` claim, when the provider sends one (OIDC principals). */
+  email?: string;
+  /** Groups from the issuer's groups claim (OIDC principals). */
+  groups?: readonly string[];
+  /** The principal's project; undefined for the open principal (all projects). */
   project: string | undefined;
   roles: readonly Role[];
   /** Labels applied to traces ingested with this key. */

@@ -25,6 +25,7 @@ export const PERMISSIONS = [
   'keys.read',
   'keys.write',
   'metrics.read',
+  'audit.read',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -54,6 +55,8 @@ const ADMIN: Permission[] = [
   'keys.write',
   // Server-wide series (every project's sources, policies, webhooks): an operator's view.
   'metrics.read',
+  // Who wrote what and who was refused, in the admin's project.
+  'audit.read',
 ];
 
 export const ROLE_PERMISSIONS: Readonly<Record<Role, ReadonlySet<Permission>>> = {

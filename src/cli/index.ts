@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { auditCommand } from './audit.js';
 import { datasetsCommand } from './datasets.js';
 import { evaluateCommand } from './evaluate.js';
 import { evaluatorsCommand } from './evaluators.js';
@@ -70,6 +71,7 @@ Docs: docs/cli.md`,
   });
   program.hook('preAction', applyOutputOption);
   keysCommand(program, io);
+  auditCommand(program, io);
   evaluateCommand(program, io, stdin);
   evaluatorsCommand(program, io);
   tracesCommand(program, io);

@@ -4,6 +4,8 @@ export const DEFAULTS = {
   dataDir: './.touchstone',
   shutdownTimeout: '10s',
   store: { poolSize: 10 },
+  auth: { oidcTimeout: '5s' },
+  audit: { retention: '2160h' },
   limits: {
     maxBodyBytes: 16 * 1024 * 1024,
     maxEvaluateRecords: 10_000,

@@ -145,6 +145,9 @@ describe('config loading', () => {
     expect(loadConfig({ overrides: { listen: '0.0.0.0:4318', no_auth: true } }).no_auth).toBe(true);
     expect(loadConfig({ overrides: { listen: '0.0.0.0:4318', auth: {} } }).auth).toEqual({
       api_keys: true,
+      oidc: [],
+      allow_hosts: [],
+      oidc_timeout: 5_000,
     });
   });
 

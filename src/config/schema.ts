@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { ROLES } from '../core/index.js';
 import { DEFAULTS } from './defaults.js';
 import { durationMs } from './duration.js';
 
@@ -43,6 +44,53 @@ const HostPatternSchema = z
     },
     { message: 'expected a name, *.suffix, IP address, CIDR range or *' },
   );
+
+/**
+ * An OIDC issuer URL: https, or plain http only on a loopback host (a development provider).
+ * The discovery document must name exactly this issuer.
+ */
+const IssuerUrlSchema = z.url().refine(
+  (raw) => {
+    const url = new URL(raw);
+    if (url.protocol === 'https:') return true;
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    return (
+      url.protocol === 'http:' &&
+      (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host))
+    );
+  },
+  { message: 'an issuer must be https (plain http only on a loopback host)' },
+);
+
+/** A claim's accepted value, or any of a list of values (an array claim matches any element). */
+const ClaimMatchSchema = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]);
+
+/** One claims → project and roles rule of an issuer; every condition given must hold. */
+const OidcMappingSchema = z
+  .strictObject({
+    /** Claims that must have these values (`{repository: acme/agent, ref: refs/heads/main}`). */
+    claims: z.record(z.string().min(1), ClaimMatchSchema).default({}),
+    /** At least one of these groups must be in the issuer's groups claim. */
+    groups: z.array(z.string().min(1)).min(1).optional(),
+    project: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, 'project names are lowercase letters, digits, _ . -'),
+    roles: z.array(z.enum(ROLES)).min(1),
+  })
+  .refine((m) => Object.keys(m.claims).length > 0 || m.groups !== undefined, {
+    message: 'a mapping needs claims or groups (one matching every token is refused)',
+  });
+
+/** An identity provider whose tokens (ID tokens, workflow tokens) are accepted as bearers. */
+const OidcIssuerSchema = z.strictObject({
+  issuer: IssuerUrlSchema,
+  /** Accepted `aud` values: the client ID of the CLI/UI, or the audience a workflow asks for. */
+  audiences: z.array(z.string().min(1)).min(1),
+  /** The claim holding the caller's groups (a list, or one string). Default `groups`. */
+  groups_claim: z.string().min(1).default('groups'),
+  /** Tried in order: the first mapping whose conditions hold gives the project and roles. */
+  mappings: z.array(OidcMappingSchema).min(1),
+});
 
 /** One part of a `file: <secret>/<key>` credential: no separators, no `.` or `..`. */
 const SECRET_SEGMENT = /^(?!\.\.)[A-Za-z0-9._-]{1,253}$/;
@@ -165,8 +213,24 @@ export const ConfigSchema = z
       .strictObject({
         /** Accept API keys created with `touchstone keys create` (the default). */
         api_keys: z.boolean().default(true),
+        /** Identity providers whose bearer tokens are accepted (docs/identity.md). */
+        oidc: z.array(OidcIssuerSchema).default([]),
+        /**
+         * Issuer and JWKS hosts (`allow_hosts` syntax) that may be private or loopback; other
+         * providers must be public https names.
+         */
+        allow_hosts: z.array(HostPatternSchema).default([]),
+        /** Deadline of one discovery or JWKS request to a provider. */
+        oidc_timeout: durationMs.prefault(DEFAULTS.auth.oidcTimeout),
       })
       .optional(),
+    /** The audit trail of writes and denials (docs/identity.md). */
+    audit: z
+      .strictObject({
+        /** How long audit entries are kept. */
+        retention: durationMs.prefault(DEFAULTS.audit.retention),
+      })
+      .prefault({}),
     /** Set by `--no-auth`: run without authentication even off loopback. */
     no_auth: z.boolean().default(false),
     limits: z

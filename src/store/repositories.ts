@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../core/index.js';
 import { KyselyAlertStore } from './alerts.js';
 import { KyselyApiKeyStore } from './api-keys.js';
+import { KyselyAuditStore } from './audit.js';
 import { KyselyIdempotencyStore } from './idempotency.js';
 import { KyselyJudgeBudgetStore } from './judge-budgets.js';
 import { KyselyLeaseStore } from './leases.js';
@@ -28,6 +29,7 @@ export function createRepositories(db: Kysely<Database>, ctx: RepositoryContext)
   return {
     dialect: ctx.dialect,
     keys: new KyselyApiKeyStore(db),
+    audit: new KyselyAuditStore(db),
     leases: new KyselyLeaseStore(db, ctx.clock),
     traces: new KyselyTraceStore(db, ctx.dialect),
     webhooks: new KyselyWebhookStore(db),

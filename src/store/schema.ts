@@ -389,9 +389,25 @@ export interface IdempotencyKeysTable {
   bytes: number;
 }
 
+export interface AuditEntriesTable {
+  id: string;
+  at: number;
+  principal: string;
+  principal_kind: string;
+  action: string;
+  resource: string;
+  /** '' when no project is known (an index-friendly equality filter). */
+  project: string;
+  outcome: string;
+  status: number;
+  code: string | null;
+  request_id: string;
+}
+
 export interface Database {
   schema_migrations: SchemaMigrationsTable;
   api_keys: ApiKeysTable;
+  audit_entries: AuditEntriesTable;
   leases: LeasesTable;
   traces: TracesTable;
   span_chunks: SpanChunksTable;

@@ -16,6 +16,7 @@ import { type Migration, migrationsApplied } from './migrate.js';
 import type {
   AlertStore,
   ApiKeyStore,
+  AuditStore,
   IdempotencyStore,
   JudgeBudgetStore,
   LeaseStore,
@@ -79,6 +80,7 @@ export class KyselyStore implements Store {
   readonly sources: SourceStore;
   readonly runs: RunStore;
   readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
   private readonly guarded: Kysely<Database>;
   private closing: Promise<void> | undefined;
 
@@ -105,6 +107,7 @@ export class KyselyStore implements Store {
     this.sources = repositories.sources;
     this.runs = repositories.runs;
     this.idempotency = repositories.idempotency;
+    this.audit = repositories.audit;
   }
 
   private checkUsable(): void {

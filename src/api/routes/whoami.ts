@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { TraceQueries } from '../../ingest/index.js';
 
 /**
- * `GET /v1alpha1/whoami`: who the request acts as (a key's id, project, roles, permissions and
- * read scope, or the open principal without auth) and the projects it may read, so a client
+ * `GET /v1alpha1/whoami`: who the request acts as (a key's id, or an identity-provider principal's
+ * subject, email and groups; project, roles, permissions and read scope; or the open principal
+ * without auth) and the projects it may read, so a client
  * (the web UI) can show them and offer only what the credential allows. Never a secret.
  */
 export async function whoamiRoutes(
@@ -15,6 +16,7 @@ export async function whoamiRoutes(
     return {
       kind: p.kind,
       ...(p.kind === 'key' ? { keyId: p.id } : {}),
+      ...(p.kind === 'oidc' ? { subject: p.subject, email: p.email, groups: p.groups } : {}),
       ...(p.project === undefined ? {} : { project: p.project }),
       roles: p.roles,
       permissions: [...p.permissions].sort(),

@@ -10,6 +10,8 @@ export interface RpcCaller {
   principal: Principal;
   requestId: string;
   log: FastifyBaseLogger;
+  /** Called with the error a handler failed with (the audit trail records refusals). */
+  onError?: (err: unknown) => void;
 }
 
 export const CALLER = createContextKey<RpcCaller | undefined>(undefined, {

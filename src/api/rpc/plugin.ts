@@ -2,6 +2,7 @@ import { createContextValues, type Interceptor } from '@connectrpc/connect';
 import { fastifyConnectPlugin } from '@connectrpc/connect-fastify';
 import type { FastifyInstance } from 'fastify';
 import type { DatasetService } from '../../datasets/index.js';
+import { noteFailure } from '../audit-hook.js';
 import { CALLER, type IdempotencyExecutor } from './context.js';
 import { datasetRpc } from './datasets.js';
 import { sendRpcError, toConnectError } from './errors.js';
@@ -26,6 +27,7 @@ const touchstoneErrors: Interceptor = (next) => async (req) => {
   } catch (err) {
     const caller = req.contextValues.get(CALLER);
     if (caller === undefined) throw err;
+    caller.onError?.(err);
     throw toConnectError(err, caller.requestId, caller.log);
   }
 };
@@ -49,6 +51,7 @@ export async function rpcRoutes(app: FastifyInstance, deps: RpcDeps): Promise<vo
         principal: request.principal,
         requestId: String(request.id),
         log: request.log,
+        onError: (err) => noteFailure(request, err),
       }),
     routes: (router) => {
       router.service(DatasetServiceDesc, datasetRpc(deps.datasets, deps.idempotency));

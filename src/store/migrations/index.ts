@@ -10,6 +10,7 @@ import { sourceStoreIds } from './0008-source-store-ids.js';
 import { writeBackDeadLetters } from './0009-write-back-dead-letters.js';
 import { readViews } from './0010-read-views.js';
 import { spanResources } from './0011-span-resources.js';
+import { audit } from './0012-audit.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -27,4 +28,5 @@ export const MIGRATIONS: readonly Migration[] = [
   writeBackDeadLetters,
   readViews,
   spanResources,
+  audit,
 ];

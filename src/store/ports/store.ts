@@ -3,6 +3,7 @@
  * conventions are in ../ports.ts.
  */
 import type { AlertStore } from './alerts.js';
+import type { AuditStore } from './audit.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { ApiKeyStore } from './keys.js';
 import type { LeaseStore } from './leases.js';
@@ -34,6 +35,7 @@ export interface Repositories {
   readonly sources: SourceStore;
   readonly runs: RunStore;
   readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
 }
 
 /** Repositories bound to one open transaction: every call runs inside it. */
