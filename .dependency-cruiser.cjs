@@ -6,9 +6,9 @@
  * - only app.ts and store tests import the concrete store adapters.
  */
 const AREAS =
-  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
+  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|resources|policies|sources|webhooks|runs|datasets|idempotency|api|mcp|guardrails|plugins|cli|client)';
 const DOMAIN =
-  '(auth|net|redaction|ingest|cel|evaluators|policies|sources|webhooks|runs|datasets|idempotency|store|config)';
+  '(auth|net|redaction|ingest|cel|evaluators|resources|policies|sources|webhooks|runs|datasets|idempotency|store|config)';
 
 module.exports = {
   forbidden: [

@@ -12,6 +12,7 @@ export {
   type ConnectorManifest,
   findConnector,
 } from './connectors/index.js';
+export { SOURCE_RESOURCE } from './descriptor.js';
 export { SourceErrors } from './error-codes.js';
 export {
   DEFAULT_MANAGER_OPTIONS,

@@ -26,6 +26,7 @@ import type {
 } from '../core/index.js';
 
 export type { Role } from '../core/index.js';
+export type * from './ports/resources.js';
 
 export type StoreDialect = 'sqlite' | 'postgres';
 
