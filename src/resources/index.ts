@@ -10,7 +10,7 @@ export type { ResourceDescriptor } from './descriptor.js';
 export {
   type ApplyOptions,
   type ParsedResource,
-  ResourceService,
   type ResourceOperations,
+  ResourceService,
   type ResourceServiceDeps,
 } from './service.js';
