@@ -113,7 +113,7 @@ const otlpBody = {
  * Apply, list, get and delete of a resource in the REST convention of DESIGN §5: what
  * resource-routes.ts registers for every resource, described from the same descriptor.
  */
-function resourceOperations(resource: ResourceDescriptor): Operation[] {
+export function resourceOperations(resource: ResourceDescriptor): Operation[] {
   const { plural: tag, title: kind, access } = resource;
   const item = `/v1alpha1/${tag}/{name}`;
   const named = { tag, params: [project] };
