@@ -100,11 +100,7 @@ export class PolicyService extends ResourceService<
   PolicyView & { created?: boolean }
 > {
   constructor(private readonly deps: PolicyServiceDeps) {
-    super(POLICY_RESOURCE, deps);
-  }
-
-  protected rows() {
-    return this.deps.store.policies;
+    super(POLICY_RESOURCE, deps, deps.store.policies);
   }
 
   protected async parse(input: unknown): Promise<ParsedPolicy> {

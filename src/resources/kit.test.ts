@@ -71,19 +71,21 @@ type Applied = GadgetRecord & { created?: boolean };
 
 class GadgetService extends ResourceService<Gadget, GadgetRecord, GadgetRecord, Applied> {
   readonly audit: object[];
-  readonly table = new GadgetRows();
+  readonly table: GadgetRows;
 
   constructor() {
     const audit: object[] = [];
-    super(GADGET, {
-      clock: { now: () => Date.parse('2026-01-02T03:04:05Z') },
-      logger: { info: (line) => audit.push(line) },
-    });
+    const table = new GadgetRows();
+    super(
+      GADGET,
+      {
+        clock: { now: () => Date.parse('2026-01-02T03:04:05Z') },
+        logger: { info: (line) => audit.push(line) },
+      },
+      table,
+    );
     this.audit = audit;
-  }
-
-  protected rows() {
-    return this.table;
+    this.table = table;
   }
 
   protected parse(input: unknown): Gadget {

@@ -32,13 +32,12 @@ export interface ApplyOptions {
  * answer (the view, plus what only apply says: `created`, a secret shown once).
  */
 export abstract class ResourceService<P extends ParsedResource, R extends NamedRecord, V, A> {
+  /** `rows`: the resource's table. */
   protected constructor(
     readonly resource: ResourceDescriptor,
     private readonly kit: ResourceServiceDeps,
+    private readonly rows: ResourceRows<R>,
   ) {}
-
-  /** The resource's table. */
-  protected abstract rows(): ResourceRows<R>;
 
   /** Validates the document's shape, throwing the resource's own error with every problem. */
   protected abstract parse(input: unknown): P | Promise<P>;
@@ -79,7 +78,7 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
     };
     if (options.validateOnly === true) {
       const project = await check();
-      const existing = await this.rows().get(project, parsed.name);
+      const existing = await this.rows.get(project, parsed.name);
       return this.preview(parsed, project, existing, new Date(this.kit.clock.now()).toISOString());
     }
     return this.audited(caller, 'apply', requested, parsed.name, async () => {
@@ -91,7 +90,7 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
 
   async list(caller: Principal, project: string | undefined, page: PageRequest): Promise<Page<V>> {
     const p = authorize(caller, this.resource.access.read, project);
-    const result = await this.rows().list(p, page);
+    const result = await this.rows.list(p, page);
     return { ...result, items: await this.present(result.items, p) };
   }
 
@@ -106,7 +105,7 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
     return this.audited(caller, 'delete', project, name, async () => {
       const record = await this.find(caller, 'write', project, name);
       const view = await this.view(record);
-      await this.rows().delete(record.project, name);
+      await this.rows.delete(record.project, name);
       this.kit.onChange?.();
       return view;
     });
@@ -120,7 +119,7 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
     name: string,
   ): Promise<R> {
     const p = authorize(caller, this.resource.access[access], project);
-    const record = await this.rows().get(p, name);
+    const record = await this.rows.get(p, name);
     if (record === undefined) throw this.notFound(p, name);
     return record;
   }

@@ -69,11 +69,7 @@ export class SourceService extends ResourceService<
   SourceView & { created?: boolean }
 > {
   constructor(private readonly deps: SourceServiceDeps) {
-    super(SOURCE_RESOURCE, deps);
-  }
-
-  protected rows() {
-    return this.deps.store.sources;
+    super(SOURCE_RESOURCE, deps, deps.store.sources);
   }
 
   protected parse(input: unknown): ParsedSource {

@@ -50,11 +50,7 @@ export class WebhookService extends ResourceService<
   AppliedWebhook
 > {
   constructor(private readonly deps: WebhookServiceDeps) {
-    super(WEBHOOK_RESOURCE, deps);
-  }
-
-  protected rows() {
-    return this.deps.store.webhooks;
+    super(WEBHOOK_RESOURCE, deps, deps.store.webhooks);
   }
 
   protected parse(input: unknown): WebhookSpec {
