@@ -7,10 +7,11 @@ import {
   ResourceNameSchema,
 } from '../core/index.js';
 import { EvaluateRequestSchema, EvaluatorRefSchema } from '../evaluators/index.js';
-import { AnnotationSchema, PolicyResourceSchema, PolicySpecSchema } from '../policies/index.js';
+import { AnnotationSchema, POLICY_RESOURCE, PolicySpecSchema } from '../policies/index.js';
+import type { ResourceDescriptor } from '../resources/index.js';
 import { GateSchema, RunPlainSchema, RunResourceSchema, RunSpecSchema } from '../runs/index.js';
-import { SourceResourceSchema, SourceSpecSchema } from '../sources/index.js';
-import { WebhookFlatSchema, WebhookResourceSchema } from '../webhooks/index.js';
+import { SOURCE_RESOURCE, SourceSpecSchema } from '../sources/index.js';
+import { WEBHOOK_RESOURCE } from '../webhooks/index.js';
 import { AuditListQuerySchema } from './routes/audit.js';
 import { DatasetUploadQuerySchema } from './routes/datasets.js';
 import { KeyPageQuerySchema } from './routes/keys.js';
@@ -81,13 +82,11 @@ const bodies: Record<string, z.ZodType> = {
   RunSpec: RunSpecSchema,
   CreateKeyRequest: CreateKeySchema,
   EvaluateRequest: EvaluateRequestSchema,
-  PolicyResource: PolicyResourceSchema,
+  ...POLICY_RESOURCE.bodies,
   RescoreRequest: RescoreBodySchema,
-  // The handler checks the envelope, then the spec with its own schema.
-  SourceResource: SourceResourceSchema.extend({ spec: SourceSpecSchema }),
+  ...SOURCE_RESOURCE.bodies,
   BackfillRequest: BackfillBodySchema,
-  Webhook: WebhookFlatSchema,
-  WebhookResource: WebhookResourceSchema,
+  ...WEBHOOK_RESOURCE.bodies,
   Run: RunPlainSchema,
   RunResource: RunResourceSchema,
   AnnotationRequest: AnnotationSchema,
@@ -111,21 +110,15 @@ const otlpBody = {
   'application/json': { type: 'object' },
 };
 
-interface ResourceOptions {
-  access: { read: Permission; write: Permission };
-  body: string[];
-  /** Whether delete, too, honours Idempotency-Key (apply always does). */
-  idempotentDelete: boolean;
-  /** Whether answers are the declarative resource (policies, sources). */
-  envelope: boolean;
-}
-
-/** Apply, list, get and delete of a resource in the REST convention of DESIGN §5. */
-function resource(tag: string, kind: string, options: ResourceOptions): Operation[] {
-  const { access, body, idempotentDelete } = options;
+/**
+ * Apply, list, get and delete of a resource in the REST convention of DESIGN §5: what
+ * resource-routes.ts registers for every resource, described from the same descriptor.
+ */
+export function resourceOperations(resource: ResourceDescriptor): Operation[] {
+  const { plural: tag, title: kind, access } = resource;
   const item = `/v1alpha1/${tag}/{name}`;
   const named = { tag, params: [project] };
-  const answer = options.envelope ? { answer: 'ResourceEnvelope' } : {};
+  const answer = resource.envelope ? { answer: 'ResourceEnvelope' } : {};
   return [
     {
       method: 'post',
@@ -135,7 +128,7 @@ function resource(tag: string, kind: string, options: ResourceOptions): Operatio
       summary: `Create or replace a ${kind.toLowerCase()} by name (\`validate_only=true\` checks it without storing).`,
       access: access.write,
       query: ApplyQuerySchema,
-      body,
+      body: Object.keys(resource.bodies),
       idempotent: true,
       response: `The ${kind.toLowerCase()} as stored.`,
       ...answer,
@@ -167,7 +160,7 @@ function resource(tag: string, kind: string, options: ResourceOptions): Operatio
       ...named,
       summary: `Delete a ${kind.toLowerCase()}.`,
       access: access.write,
-      ...(idempotentDelete ? { idempotent: true as const } : {}),
+      ...(resource.idempotentDelete ? { idempotent: true as const } : {}),
       response: `The deleted ${kind.toLowerCase()}.`,
       ...answer,
     },
@@ -401,12 +394,7 @@ export const OPERATIONS: readonly Operation[] = [
     params: [labels],
     response: 'The series of each policy metric.',
   },
-  ...resource('policies', 'Policy', {
-    access: { read: 'policies.read', write: 'policies.write' },
-    body: ['PolicyResource'],
-    idempotentDelete: false,
-    envelope: true,
-  }),
+  ...resourceOperations(POLICY_RESOURCE),
   verb(
     '/v1alpha1/policies/{name}:rescore',
     'rescorePolicy',
@@ -414,12 +402,7 @@ export const OPERATIONS: readonly Operation[] = [
     'policies.write',
     { body: ['RescoreRequest'], response: '`{"policy", "since", "queued"}`.' },
   ),
-  ...resource('sources', 'Source', {
-    access: { read: 'sources.read', write: 'sources.write' },
-    body: ['SourceResource'],
-    idempotentDelete: false,
-    envelope: true,
-  }),
+  ...resourceOperations(SOURCE_RESOURCE),
   verb(
     '/v1alpha1/sources/{name}:pause',
     'pauseSource',
@@ -441,12 +424,7 @@ export const OPERATIONS: readonly Operation[] = [
     'sources.write',
     { ...sourceAfter, body: ['BackfillRequest'] },
   ),
-  ...resource('webhooks', 'Webhook', {
-    access: { read: 'webhooks.read', write: 'webhooks.write' },
-    body: ['Webhook', 'WebhookResource'],
-    idempotentDelete: true,
-    envelope: false,
-  }),
+  ...resourceOperations(WEBHOOK_RESOURCE),
   verb(
     '/v1alpha1/webhooks/{name}:test',
     'testWebhook',

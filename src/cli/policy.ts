@@ -10,15 +10,7 @@ import { systemClock } from '../core/index.js';
 import type { PolicyService, PolicyView } from '../policies/index.js';
 import type { ApiClient } from './client.js';
 import type { CliIO } from './io.js';
-import {
-  applyDocuments,
-  applyQuery,
-  callNamed,
-  listResources,
-  printResult,
-  type ResourceFlags,
-  resourcePath,
-} from './resources.js';
+import { printResult, type ResourceFlags, resourceCommand, resourcePath } from './resources.js';
 import { configFromFlags } from './serve.js';
 import { targetOptions, withTarget } from './target.js';
 
@@ -60,63 +52,32 @@ interface PolicyShape {
     alerts?: unknown[];
     disabled?: boolean;
   };
-  created?: boolean;
 }
 
 const shape = (p: PolicyView) => p as unknown as PolicyShape;
 const projectOf = (p: PolicyShape) => p.metadata.labels?.['touchstone.dev/project'] ?? '';
 
 export function policyCommand(program: Command, io: CliIO, stdin: () => string): void {
-  const policy = program
-    .command('policy')
-    .description('Manage online evaluation policies: which traces are scored, how, and alerts.');
-
-  targetOptions(
-    policy
-      .command('apply')
-      .description(
+  resourceCommand<PolicyView, PolicyView>(program, io, stdin, {
+    noun: 'policy',
+    plural: 'policies',
+    description: 'Manage online evaluation policies: which traces are scored, how, and alerts.',
+    scope: withPolicies,
+    apply: {
+      description:
         'Create or replace policies from a YAML or JSON file (several documents allowed; - for stdin).',
-      )
-      .requiredOption('-f, --file <file>', 'OnlineEvalPolicy resources')
-      .option('-p, --project <name>', 'project, unless a resource names one')
-      .option('--dry-run', 'check every policy (CEL, evaluators, params, judge) without storing'),
-  ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
-    await applyDocuments(
-      io,
-      flags,
-      stdin,
-      (doc) =>
-        withPolicies(
-          flags,
-          io,
-          (c) => c.call<PolicyView>('POST', `v1alpha1/policies?${applyQuery(flags)}`, doc),
-          (s) =>
-            s.apply(OPEN_PRINCIPAL, doc, {
-              ...(flags.project === undefined ? {} : { project: flags.project }),
-              validateOnly: flags.dryRun === true,
-            }),
-        ),
-      (p) => {
+      file: 'OnlineEvalPolicy resources',
+      project: 'project, unless a resource names one',
+      dryRun: 'check every policy (CEL, evaluators, params, judge) without storing',
+      line: (p, verb) => {
         const s = shape(p);
-        const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
         return `${verb}: policy ${s.metadata.name} (project ${projectOf(s)}, generation ${s.metadata.generation ?? 0})`;
       },
-    );
-  });
-
-  targetOptions(
-    policy
-      .command('list')
-      .description("List a project's policies.")
-      .option('-p, --project <name>', 'project'),
-  ).action(async (flags: Flags) => {
-    await listResources<PolicyView>(
-      withPolicies,
-      flags,
-      io,
-      'policies',
-      ['NAME', 'PROJECT', 'SELECTOR', 'RATE', 'STAGES', 'ALERTS', 'STATE', 'GEN'],
-      (view) => {
+    },
+    list: {
+      description: "List a project's policies.",
+      headers: ['NAME', 'PROJECT', 'SELECTOR', 'RATE', 'STAGES', 'ALERTS', 'STATE', 'GEN'],
+      row: (view) => {
         const p = shape(view);
         return [
           p.metadata.name,
@@ -129,36 +90,18 @@ export function policyCommand(program: Command, io: CliIO, stdin: () => string):
           String(p.metadata.generation ?? ''),
         ];
       },
-    );
+    },
+    get: { description: 'Show one policy as JSON (it can be applied again unchanged).' },
+    delete: {
+      description: 'Delete a policy; the results it stored stay readable.',
+      line: (deleted, name) => `deleted policy ${name} (project ${projectOf(shape(deleted))})`,
+    },
+    verbs: (policy) => rescoreVerb(policy, io),
   });
+}
 
-  targetOptions(
-    policy
-      .command('get')
-      .description('Show one policy as JSON (it can be applied again unchanged).')
-      .argument('<name>')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (name: string, flags: Flags) => {
-    const got = await callNamed(withPolicies, flags, io, 'policies', name, 'get');
-    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
-  });
-
-  targetOptions(
-    policy
-      .command('delete')
-      .description('Delete a policy; the results it stored stay readable.')
-      .argument('<name>')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (name: string, flags: Flags) => {
-    const deleted = await callNamed(withPolicies, flags, io, 'policies', name, 'delete');
-    printResult(
-      io,
-      flags,
-      deleted,
-      `deleted policy ${name} (project ${projectOf(shape(deleted))})`,
-    );
-  });
-
+/** `policy rescore`: queue traces started since a time to be scored again. */
+function rescoreVerb(policy: Command, io: CliIO): void {
   targetOptions(
     policy
       .command('rescore')

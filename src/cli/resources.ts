@@ -1,8 +1,16 @@
+import type { Command } from 'commander';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError, readResources, table } from './io.js';
-import { allPages, type ListPage, localPage, remotePage, type TargetFlags } from './target.js';
+import {
+  allPages,
+  type ListPage,
+  localPage,
+  remotePage,
+  type TargetFlags,
+  targetOptions,
+} from './target.js';
 
 /**
  * What the resource commands (policy, source, webhook, runs) share: the REST path of one resource,
@@ -137,4 +145,131 @@ export async function listResources<V>(
     ),
   );
   printResult(io, flags, all, table(headers, all.map(row)));
+}
+
+/** What a resource's local service offers the generic verbs (the kit's ResourceService does). */
+export interface ResourceVerbsService<V, A> extends Listing<V> {
+  apply(
+    caller: typeof OPEN_PRINCIPAL,
+    input: unknown,
+    options: { project?: string; validateOnly?: boolean },
+  ): Promise<A>;
+  get(caller: typeof OPEN_PRINCIPAL, project: string | undefined, name: string): Promise<V>;
+  delete(caller: typeof OPEN_PRINCIPAL, project: string | undefined, name: string): Promise<V>;
+}
+
+/**
+ * A resource's CLI: its words and how its answers print. The verbs `apply -f [--dry-run]`,
+ * `list`, `get` and `delete` are built from it by resourceCommand; the resource adds only its own.
+ */
+export interface ResourceCli<V, A> {
+  /** `policy`: the command's name and the resource's word in messages. */
+  noun: string;
+  /** `policies`: the REST path and list key. */
+  plural: string;
+  description: string;
+  scope: ResourceScope<ResourceVerbsService<V, A>>;
+  apply: {
+    description: string;
+    /** Help of `-f`, `-p` and `--dry-run`. */
+    file: string;
+    project: string;
+    dryRun: string;
+    /** One document per file, printed as the one answer (not a list of them). */
+    oneDocument?: true;
+    /** The line printed per applied document; `verb` is `valid`, `created` or `applied`. */
+    line(applied: A, verb: string): string;
+  };
+  list: { description: string; headers: string[]; row(view: V): string[] };
+  get: { description: string };
+  delete: { description: string; line(deleted: V, name: string): string };
+  /** Verbs that change the resource's state (`pause`, `resume`): listed before `delete`. */
+  stateVerbs?(command: Command): void;
+  /** The resource's other verbs (`rescore`, `test`, …): listed last. */
+  verbs?(command: Command): void;
+}
+
+type ApplyFlags = ResourceFlags & { file: string; dryRun?: boolean };
+
+/** `<noun> apply`: each document through the API (or the local service), printed a line each. */
+async function applyVerb<V, A>(
+  cli: ResourceCli<V, A>,
+  io: CliIO,
+  stdin: () => string,
+  flags: ApplyFlags,
+): Promise<void> {
+  const apply = (doc: unknown) =>
+    cli.scope(
+      flags,
+      io,
+      (c) => c.call<A>('POST', `v1alpha1/${cli.plural}?${applyQuery(flags)}`, doc),
+      (s) =>
+        s.apply(OPEN_PRINCIPAL, doc, {
+          ...(flags.project === undefined ? {} : { project: flags.project }),
+          validateOnly: flags.dryRun === true,
+        }),
+    );
+  const line = (applied: A) => {
+    const created = (applied as { created?: boolean }).created;
+    return cli.apply.line(applied, flags.dryRun ? 'valid' : created ? 'created' : 'applied');
+  };
+  if (cli.apply.oneDocument === undefined) {
+    await applyDocuments(io, flags, stdin, apply, line);
+    return;
+  }
+  const docs = readResources(flags.file, stdin);
+  if (docs.length > 1) throw new CliExit(EXIT.USAGE, `${flags.file}: one ${cli.noun} per file`);
+  const applied = await apply(docs[0]);
+  printResult(io, flags, applied, line(applied));
+}
+
+/** The `<noun>` command with the verbs every resource has, then the resource's own. */
+export function resourceCommand<V, A>(
+  program: Command,
+  io: CliIO,
+  stdin: () => string,
+  cli: ResourceCli<V, A>,
+): Command {
+  const command = program.command(cli.noun).description(cli.description);
+  const named = (verb: string, description: string) =>
+    targetOptions(
+      command
+        .command(verb)
+        .description(description)
+        .argument('<name>')
+        .option('-p, --project <name>', 'project'),
+    );
+
+  targetOptions(
+    command
+      .command('apply')
+      .description(cli.apply.description)
+      .requiredOption('-f, --file <file>', cli.apply.file)
+      .option('-p, --project <name>', cli.apply.project)
+      .option('--dry-run', cli.apply.dryRun),
+  ).action((flags: ApplyFlags) => applyVerb(cli, io, stdin, flags));
+
+  targetOptions(
+    command
+      .command('list')
+      .description(cli.list.description)
+      .option('-p, --project <name>', 'project'),
+  ).action((flags: ResourceFlags) =>
+    listResources(cli.scope, flags, io, cli.plural, cli.list.headers, cli.list.row),
+  );
+
+  named('get', cli.get.description).action(async (name: string, flags: ResourceFlags) => {
+    const got = await callNamed(cli.scope, flags, io, cli.plural, name, 'get');
+    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
+  });
+
+  cli.stateVerbs?.(command);
+
+  named('delete', cli.delete.description).action(async (name: string, flags: ResourceFlags) => {
+    const deleted = await callNamed(cli.scope, flags, io, cli.plural, name, 'delete');
+    printResult(io, flags, deleted, cli.delete.line(deleted, name));
+  });
+
+  cli.verbs?.(command);
+  return command;
 }

@@ -7,12 +7,10 @@ import type { SourceService, SourceStatus, SourceView } from '../sources/index.j
 import type { ApiClient } from './client.js';
 import type { CliIO } from './io.js';
 import {
-  applyDocuments,
-  applyQuery,
   callNamed,
-  listResources,
   printResult,
   type ResourceFlags,
+  resourceCommand,
   resourcePath,
 } from './resources.js';
 import { configFromFlags } from './serve.js';
@@ -42,7 +40,6 @@ interface SourceShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };
   spec: { connector?: string; variant?: string };
   status?: SourceStatus;
-  created?: boolean;
 }
 
 const shape = (v: SourceView) => v as unknown as SourceShape;
@@ -57,61 +54,27 @@ function statusLine(s: SourceShape): string {
 }
 
 export function sourceCommand(program: Command, io: CliIO, stdin: () => string): void {
-  const source = program
-    .command('source')
-    .description(
+  resourceCommand<SourceView, SourceView>(program, io, stdin, {
+    noun: 'source',
+    plural: 'sources',
+    description:
       'Manage trace sources: pull traces from MLflow, Phoenix or Langfuse and score them.',
-    );
-
-  targetOptions(
-    source
-      .command('apply')
-      .description(
+    scope: withSources,
+    apply: {
+      description:
         'Create or replace sources from a YAML or JSON file (several documents allowed; - for stdin).',
-      )
-      .requiredOption('-f, --file <file>', 'TraceSource resources')
-      .option('-p, --project <name>', 'project, unless a resource names one')
-      .option(
-        '--dry-run',
-        'check everything (rules, endpoint, credential grant, policies) without storing',
-      ),
-  ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
-    await applyDocuments(
-      io,
-      flags,
-      stdin,
-      (doc) =>
-        withSources(
-          flags,
-          io,
-          (c) => c.call<SourceView>('POST', `v1alpha1/sources?${applyQuery(flags)}`, doc),
-          (s) =>
-            s.apply(OPEN_PRINCIPAL, doc, {
-              ...(flags.project === undefined ? {} : { project: flags.project }),
-              validateOnly: flags.dryRun === true,
-            }),
-        ),
-      (view) => {
+      file: 'TraceSource resources',
+      project: 'project, unless a resource names one',
+      dryRun: 'check everything (rules, endpoint, credential grant, policies) without storing',
+      line: (view, verb) => {
         const s = shape(view);
-        const verb = flags.dryRun ? 'valid' : s.created ? 'created' : 'applied';
         return `${verb}: source ${s.metadata.name} (project ${projectOf(s)})`;
       },
-    );
-  });
-
-  targetOptions(
-    source
-      .command('list')
-      .description('List sources with their phase, lag and counts.')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (flags: Flags) => {
-    await listResources<SourceView>(
-      withSources,
-      flags,
-      io,
-      'sources',
-      ['SOURCE', 'CONNECTOR', 'PHASE', 'LAG', 'PULLED', 'SCORED', 'LAST ERROR'],
-      (view) => {
+    },
+    list: {
+      description: 'List sources with their phase, lag and counts.',
+      headers: ['SOURCE', 'CONNECTOR', 'PHASE', 'LAG', 'PULLED', 'SCORED', 'LAST ERROR'],
+      row: (view) => {
         const s = shape(view);
         return [
           `${projectOf(s)}/${s.metadata.name}`,
@@ -127,20 +90,19 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
           s.status?.lastError ?? '',
         ];
       },
-    );
+    },
+    get: { description: 'Show one source with its status, as JSON.' },
+    delete: {
+      description: 'Delete a source; the traces it pulled and their scores stay.',
+      line: (_view, name) => `deleted source ${name}`,
+    },
+    stateVerbs: (source) => pauseVerbs(source, io),
+    verbs: (source) => backfillVerb(source, io),
   });
+}
 
-  targetOptions(
-    source
-      .command('get')
-      .description('Show one source with its status, as JSON.')
-      .argument('<name>')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (name: string, flags: Flags) => {
-    const got = await callNamed(withSources, flags, io, 'sources', name, 'get');
-    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
-  });
-
+/** `source pause` and `source resume`. */
+function pauseVerbs(source: Command, io: CliIO): void {
   for (const verb of ['pause', 'resume'] as const) {
     targetOptions(
       source
@@ -162,18 +124,10 @@ export function sourceCommand(program: Command, io: CliIO, stdin: () => string):
       );
     });
   }
+}
 
-  targetOptions(
-    source
-      .command('delete')
-      .description('Delete a source; the traces it pulled and their scores stay.')
-      .argument('<name>')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (name: string, flags: Flags) => {
-    const view = await callNamed(withSources, flags, io, 'sources', name, 'delete');
-    printResult(io, flags, view, `deleted source ${name}`);
-  });
-
+/** `source backfill`: read history again from a time. */
+function backfillVerb(source: Command, io: CliIO): void {
   targetOptions(
     source
       .command('backfill')

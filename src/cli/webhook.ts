@@ -11,13 +11,12 @@ import {
 } from '../webhooks/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
-import { CliExit, type CliIO, readResources, table } from './io.js';
+import { CliExit, type CliIO, table } from './io.js';
 import {
-  applyQuery,
   callNamed,
-  listResources,
   printResult,
   type ResourceFlags,
+  resourceCommand,
   resourcePath,
 } from './resources.js';
 import { configFromFlags } from './serve.js';
@@ -64,85 +63,50 @@ function deliveryRows(items: DeliveryView[]): string {
 }
 
 export function webhookCommand(program: Command, io: CliIO, stdin: () => string): void {
-  const webhook = program
-    .command('webhook')
-    .description('Manage webhooks: signed, retried callbacks for runs, scored traces and alerts.');
-
-  targetOptions(
-    webhook
-      .command('apply')
-      .description('Create or replace a webhook from a YAML or JSON file (- for stdin).')
-      .requiredOption('-f, --file <file>', 'the Webhook resource')
-      .option('-p, --project <name>', 'project, unless the file names one')
-      .option('--dry-run', 'check the webhook without storing it'),
-  ).action(async (flags: Flags & { file: string; dryRun?: boolean }) => {
-    const docs = readResources(flags.file, stdin);
-    if (docs.length > 1) throw new CliExit(EXIT.USAGE, `${flags.file}: one webhook per file`);
-    const resource = docs[0];
-    const applied = await withWebhooks(
-      flags,
-      io,
-      (c) => c.call<AppliedWebhook>('POST', `v1alpha1/webhooks?${applyQuery(flags)}`, resource),
-      (s) =>
-        s.apply(OPEN_PRINCIPAL, resource, {
-          ...(flags.project === undefined ? {} : { project: flags.project }),
-          validateOnly: flags.dryRun === true,
-        }),
-    );
-    const verb = flags.dryRun ? 'valid' : 'applied';
-    let text = `${verb}: webhook ${applied.name} (project ${applied.project})`;
-    if (applied.secret !== undefined) {
-      text +=
-        `\nsecret: ${applied.secret}\n` +
-        'Store the secret now: it is not shown again. Receivers verify Touchstone-Signature with it.';
-    }
-    printResult(io, flags, applied, text);
-  });
-
-  targetOptions(
-    webhook
-      .command('list')
-      .description("List a project's webhooks (never their secrets).")
-      .option('-p, --project <name>', 'project'),
-  ).action(async (flags: Flags) => {
-    await listResources<WebhookView>(
-      withWebhooks,
-      flags,
-      io,
-      'webhooks',
-      ['NAME', 'PROJECT', 'URL', 'EVENTS', 'STATE'],
-      (w) => [
+  resourceCommand<WebhookView, AppliedWebhook>(program, io, stdin, {
+    noun: 'webhook',
+    plural: 'webhooks',
+    description: 'Manage webhooks: signed, retried callbacks for runs, scored traces and alerts.',
+    scope: withWebhooks,
+    apply: {
+      description: 'Create or replace a webhook from a YAML or JSON file (- for stdin).',
+      file: 'the Webhook resource',
+      project: 'project, unless the file names one',
+      dryRun: 'check the webhook without storing it',
+      oneDocument: true,
+      line: (applied, verb) => {
+        const text = `${verb}: webhook ${applied.name} (project ${applied.project})`;
+        return applied.secret === undefined
+          ? text
+          : `${text}\nsecret: ${applied.secret}\n` +
+              'Store the secret now: it is not shown again. Receivers verify Touchstone-Signature with it.';
+      },
+    },
+    list: {
+      description: "List a project's webhooks (never their secrets).",
+      headers: ['NAME', 'PROJECT', 'URL', 'EVENTS', 'STATE'],
+      row: (w) => [
         w.name,
         w.project,
         w.url,
         w.events.length === 0 ? '(all but trace.scored)' : w.events.join(','),
         w.disabled ? 'disabled' : 'enabled',
       ],
-    );
+    },
+    get: { description: 'Show one webhook as JSON (never its secret).' },
+    delete: {
+      description: 'Delete a webhook; its queued deliveries fail.',
+      line: (deleted) => `deleted webhook ${deleted.name} (project ${deleted.project})`,
+    },
+    verbs: (webhook) => {
+      testVerb(webhook, io);
+      deliveriesVerb(webhook, io);
+    },
   });
+}
 
-  targetOptions(
-    webhook
-      .command('get')
-      .description('Show one webhook as JSON (never its secret).')
-      .argument('<name>')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (name: string, flags: Flags) => {
-    const got = await callNamed(withWebhooks, flags, io, 'webhooks', name, 'get');
-    io.stdout.write(`${JSON.stringify(got, null, 2)}\n`);
-  });
-
-  targetOptions(
-    webhook
-      .command('delete')
-      .description('Delete a webhook; its queued deliveries fail.')
-      .argument('<name>')
-      .option('-p, --project <name>', 'project'),
-  ).action(async (name: string, flags: Flags) => {
-    const deleted = await callNamed(withWebhooks, flags, io, 'webhooks', name, 'delete');
-    printResult(io, flags, deleted, `deleted webhook ${deleted.name} (project ${deleted.project})`);
-  });
-
+/** `webhook test`: send a ping delivery and wait for its first attempt. */
+function testVerb(webhook: Command, io: CliIO): void {
   targetOptions(
     webhook
       .command('test')
@@ -189,7 +153,10 @@ export function webhookCommand(program: Command, io: CliIO, stdin: () => string)
       throw new CliExit(EXIT.ERROR, `the test delivery was not accepted by the receiver`);
     }
   });
+}
 
+/** `webhook deliveries`: a webhook's deliveries, newest first. */
+function deliveriesVerb(webhook: Command, io: CliIO): void {
   targetOptions(
     webhook
       .command('deliveries')

@@ -5,6 +5,7 @@
  * human annotations, and the scores read API. Imports core, config, store ports, auth, cel,
  * evaluators, idempotency, ingest and webhooks through their index; never api/ or a store adapter.
  */
+
 export {
   type AnnotationInput,
   AnnotationSchema,
@@ -14,6 +15,7 @@ export {
   MAX_COMMENT_CHARS,
   MAX_LABEL_CHARS,
 } from './annotations.js';
+export { POLICY_RESOURCE } from './descriptor.js';
 export {
   DEFAULT_ENGINE_OPTIONS,
   PolicyEngine,

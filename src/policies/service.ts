@@ -1,19 +1,16 @@
-import {
-  type AuditLogger,
-  audited,
-  authorize,
-  grantFilter,
-  type Principal,
-} from '../auth/index.js';
+import { type AuditLogger, authorize, grantFilter, type Principal } from '../auth/index.js';
 import { type Clock, CoreErrors, isTouchstoneError, type TouchstoneError } from '../core/index.js';
 import type { EvaluatorRegistry, Judge } from '../evaluators/index.js';
 import type { OutboundGuard } from '../net/index.js';
-import type { AlertState, Page, PageRequest, PolicyRecord, Store } from '../store/index.js';
+import { ResourceService } from '../resources/index.js';
+import type { AlertState, PolicyRecord, Store } from '../store/index.js';
+import { POLICY_RESOURCE } from './descriptor.js';
 import { PolicyErrors } from './error-codes.js';
 import {
   compilePolicy,
   DEFAULT_WINDOW_MS,
   isPolicyShaped,
+  type ParsedPolicy,
   parsePolicy,
   policyProblems,
   policyResource,
@@ -92,82 +89,72 @@ function alertStatus(states: readonly AlertState[], policy: string) {
 }
 
 /**
- * The OnlineEvalPolicy resource's operations (REST and CLI). A policy applies to traces stored
- * after it changes; `rescore` re-queues older ones. Writes are audited by name.
+ * The OnlineEvalPolicy resource's operations (REST and CLI): the kit's apply, get, list and
+ * delete, plus series and rescore. A policy applies to traces stored after it changes; `rescore`
+ * re-queues older ones. Writes are audited by name.
  */
-export class PolicyService {
-  constructor(private readonly deps: PolicyServiceDeps) {}
+export class PolicyService extends ResourceService<
+  ParsedPolicy,
+  PolicyRecord,
+  PolicyView,
+  PolicyView & { created?: boolean }
+> {
+  constructor(private readonly deps: PolicyServiceDeps) {
+    super(POLICY_RESOURCE, deps, deps.store.policies);
+  }
 
-  /**
-   * Validates everything (shape, CEL, evaluators and params, judge, alert URLs) and, unless
-   * `validateOnly`, creates or replaces the policy by name within its project.
-   */
-  async apply(
-    caller: Principal,
-    input: unknown,
-    options: { project?: string; validateOnly?: boolean } = {},
-  ): Promise<PolicyView & { created?: boolean }> {
+  protected async parse(input: unknown): Promise<ParsedPolicy> {
     // A resource that is not well-formed is refused with every problem found in its parts.
     if (!isPolicyShaped(input)) await this.validate(input);
-    const policy = parsePolicy(input);
-    const requested = policy.project ?? options.project;
-    const check = async () => {
-      const project = authorize(caller, 'policies.write', requested);
-      await this.validate(input);
-      return project;
-    };
-    if (options.validateOnly === true) {
-      const project = await check();
-      const existing = await this.deps.store.policies.get(project, policy.name);
-      const now = new Date(this.deps.clock.now()).toISOString();
-      return policyView({
-        project,
-        name: policy.name,
-        resource: policyResource(policy, project),
-        generation: existing?.generation ?? 0,
-        createdAt: existing?.createdAt ?? now,
-        updatedAt: now,
-      });
-    }
-    return audited(
-      this.deps.logger,
-      caller,
-      'policies.apply',
-      requested,
-      { policy: policy.name },
-      async () => {
-        const project = await check();
-        const { policy: stored, created } = await this.deps.store.policies.upsert(
-          project,
-          policy.name,
-          policyResource(policy, project),
-          this.deps.clock.now(),
-        );
-        this.deps.onChange?.();
-        return { ...policyView(stored), created };
-      },
+    return parsePolicy(input);
+  }
+
+  /** Everything (CEL, evaluators and params, judge, alert URLs), on the resource as given. */
+  protected async check(_policy: ParsedPolicy, _project: string, input: unknown): Promise<void> {
+    await this.validate(input);
+  }
+
+  protected preview(
+    policy: ParsedPolicy,
+    project: string,
+    existing: PolicyRecord | undefined,
+    now: string,
+  ): PolicyView {
+    return policyView({
+      project,
+      name: policy.name,
+      resource: policyResource(policy, project),
+      generation: existing?.generation ?? 0,
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+    });
+  }
+
+  protected async write(policy: ParsedPolicy, project: string, now: number) {
+    const { policy: stored, created } = await this.deps.store.policies.upsert(
+      project,
+      policy.name,
+      policyResource(policy, project),
+      now,
     );
+    return { ...policyView(stored), created };
   }
 
-  async list(
-    caller: Principal,
-    project: string | undefined,
-    page: PageRequest,
-  ): Promise<Page<PolicyView>> {
-    const p = authorize(caller, 'policies.read', project);
-    const result = await this.deps.store.policies.list(p, page);
-    const states = result.items.length === 0 ? [] : await this.deps.store.alerts.statesOf(p);
-    return { ...result, items: result.items.map((r) => this.withStatus(r, states)) };
+  protected view(record: PolicyRecord): PolicyView {
+    return policyView(record);
   }
 
-  /** The policy with `status.alerts`: each alerted metric's stored state (firing, mean, n). */
-  async get(caller: Principal, project: string | undefined, name: string): Promise<PolicyView> {
-    const policy = await this.find(caller, 'policies.read', project, name);
-    return this.withStatus(policy, await this.deps.store.alerts.statesOf(policy.project));
+  /** Policies with `status.alerts`: each alerted metric's stored state (firing, mean, n). */
+  protected override async present(records: readonly PolicyRecord[], project: string) {
+    const states = records.length === 0 ? [] : await this.deps.store.alerts.statesOf(project);
+    return records.map((policy) => ({
+      ...policyView(policy),
+      status: { alerts: alertStatus(states, policy.name) },
+    }));
   }
 
-  private withStatus(policy: PolicyRecord, states: readonly AlertState[]): PolicyView {
-    return { ...policyView(policy), status: { alerts: alertStatus(states, policy.name) } };
+  protected notFound(project: string, name: string) {
+    return PolicyErrors.POLICY_NOT_FOUND(`no policy "${name}" in project "${project}"`);
   }
 
   /**
@@ -248,23 +235,6 @@ export class PolicyService {
     };
   }
 
-  /** Deletes the policy; its stored results, windows and alert states stay readable. */
-  async delete(caller: Principal, project: string | undefined, name: string): Promise<PolicyView> {
-    return audited(
-      this.deps.logger,
-      caller,
-      'policies.delete',
-      project,
-      { policy: name },
-      async () => {
-        const policy = await this.find(caller, 'policies.write', project, name);
-        await this.deps.store.policies.delete(policy.project, name);
-        this.deps.onChange?.();
-        return policyView(policy);
-      },
-    );
-  }
-
   /**
    * Re-queues every completed trace of the project that started at or after `since` for this
    * policy alone; their results for the policy are replaced when scored again.
@@ -281,45 +251,38 @@ export class PolicyService {
         details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
       });
     }
-    return audited(
-      this.deps.logger,
-      caller,
-      'policies.rescore',
-      project,
-      { policy: name },
-      async () => {
-        const policy = await this.find(caller, 'policies.write', project, name);
-        const { store, clock } = this.deps;
-        let queued = 0;
-        let after: { startMs: number; traceId: string } | undefined;
-        for (;;) {
-          const versions = await store.traces.listVersions(
-            policy.project,
-            sinceMs,
-            after,
-            RESCORE_PAGE,
-          );
-          if (versions.length === 0) break;
-          const now = clock.now();
-          queued += await store.work.enqueue(
-            versions.map((v) => ({
-              project: policy.project,
-              traceId: v.traceId,
-              digest: v.digest,
-              policy: name,
-              replace: true,
-              traceCompletedAt: now,
-            })),
-            now,
-          );
-          const last = versions.at(-1);
-          if (last === undefined || versions.length < RESCORE_PAGE) break;
-          after = { startMs: last.startMs, traceId: last.traceId };
-        }
-        this.deps.onChange?.();
-        return { policy: name, since: new Date(sinceMs).toISOString(), queued };
-      },
-    );
+    return this.audited(caller, 'rescore', project, name, async () => {
+      const policy = await this.find(caller, 'write', project, name);
+      const { store, clock } = this.deps;
+      let queued = 0;
+      let after: { startMs: number; traceId: string } | undefined;
+      for (;;) {
+        const versions = await store.traces.listVersions(
+          policy.project,
+          sinceMs,
+          after,
+          RESCORE_PAGE,
+        );
+        if (versions.length === 0) break;
+        const now = clock.now();
+        queued += await store.work.enqueue(
+          versions.map((v) => ({
+            project: policy.project,
+            traceId: v.traceId,
+            digest: v.digest,
+            policy: name,
+            replace: true,
+            traceCompletedAt: now,
+          })),
+          now,
+        );
+        const last = versions.at(-1);
+        if (last === undefined || versions.length < RESCORE_PAGE) break;
+        after = { startMs: last.startMs, traceId: last.traceId };
+      }
+      this.deps.onChange?.();
+      return { policy: name, since: new Date(sinceMs).toISOString(), queued };
+    });
   }
 
   /**
@@ -354,19 +317,5 @@ export class PolicyService {
       problems.other.push(...judgeError.details);
     }
     throwProblems(problems);
-  }
-
-  private async find(
-    caller: Principal,
-    permission: 'policies.read' | 'policies.write',
-    project: string | undefined,
-    name: string,
-  ): Promise<PolicyRecord> {
-    const p = authorize(caller, permission, project);
-    const policy = await this.deps.store.policies.get(p, name);
-    if (policy === undefined) {
-      throw PolicyErrors.POLICY_NOT_FOUND(`no policy "${name}" in project "${p}"`);
-    }
-    return policy;
   }
 }

@@ -18,6 +18,7 @@ export {
   findConnector,
   refusedVariant,
 } from './connectors/index.js';
+export { SOURCE_RESOURCE } from './descriptor.js';
 export { SourceErrors } from './error-codes.js';
 export {
   DEFAULT_MANAGER_OPTIONS,

@@ -1,15 +1,10 @@
-import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
+import type { AuditLogger, Principal } from '../auth/index.js';
 import { type Clock, isTouchstoneError } from '../core/index.js';
 import type { OutboundGuard } from '../net/index.js';
-import type {
-  DeadLetter,
-  Page,
-  PageRequest,
-  SourceRecord,
-  SourceState,
-  Store,
-} from '../store/index.js';
+import { ResourceService } from '../resources/index.js';
+import type { DeadLetter, SourceRecord, SourceState, Store } from '../store/index.js';
 import type { ConnectorRegistry } from './connectors/index.js';
+import { SOURCE_RESOURCE } from './descriptor.js';
 import { SourceErrors } from './error-codes.js';
 import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
 import type { SourcePhase } from './states.js';
@@ -67,103 +62,64 @@ const DEFERRED_COUNT_CAP = 10_000;
 const DEAD_LETTERS_SHOWN = 5;
 
 /**
- * The TraceSource resource's operations (REST and CLI). A source's pull state lives beside it in
- * the database, written by whichever replica holds the source's lease.
+ * The TraceSource resource's operations (REST and CLI): the kit's apply, get, list and delete,
+ * plus pause, resume and backfill. A source's pull state lives beside it in the database, written
+ * by whichever replica holds the source's lease.
  */
-export class SourceService {
-  constructor(private readonly deps: SourceServiceDeps) {}
-
-  /** Checks everything (shape, rules, endpoint, grant, policies) and, unless `validateOnly`, stores it. */
-  async apply(
-    caller: Principal,
-    input: unknown,
-    options: { project?: string; validateOnly?: boolean } = {},
-  ): Promise<SourceView & { created?: boolean }> {
-    const source = parseSource(input, this.deps.connectors);
-    const requested = source.project ?? options.project;
-    const check = async () => {
-      const project = authorize(caller, 'sources.write', requested);
-      await this.checkSource(source, project);
-      return project;
-    };
-    if (options.validateOnly === true) {
-      const project = await check();
-      const existing = await this.deps.store.sources.get(project, source.name);
-      const now = new Date(this.deps.clock.now()).toISOString();
-      return sourceView({
-        project,
-        name: source.name,
-        resource: sourceResource(source, project),
-        generation: existing?.generation ?? 0,
-        paused: existing?.paused ?? false,
-        createdAt: existing?.createdAt ?? now,
-        updatedAt: now,
-      });
-    }
-    return audited(
-      this.deps.logger,
-      caller,
-      'sources.apply',
-      requested,
-      { source: source.name },
-      async () => {
-        const project = await check();
-        const now = this.deps.clock.now();
-        const out = await this.deps.store.withTransaction(async (tx) => {
-          const stored = await tx.sources.upsert(
-            project,
-            source.name,
-            sourceResource(source, project),
-            now,
-          );
-          // A new source starts its watermark at its backfill horizon; a replaced one keeps its own
-          // (use :backfill to read history again).
-          if ((await tx.sources.getState(project, source.name)) === undefined) {
-            const since = source.spec.backfill?.since ?? 0;
-            await tx.sources.saveState(
-              initialState(project, source.name, now, since, source.spec.maxTraceDuration),
-            );
-          }
-          return stored;
-        });
-        this.deps.onChange?.();
-        return { ...(await this.view(out.source)), created: out.created };
-      },
-    );
+export class SourceService extends ResourceService<
+  ParsedSource,
+  SourceRecord,
+  SourceView,
+  SourceView & { created?: boolean }
+> {
+  constructor(private readonly deps: SourceServiceDeps) {
+    super(SOURCE_RESOURCE, deps, deps.store.sources);
   }
 
-  async list(
-    caller: Principal,
-    project: string | undefined,
-    page: PageRequest,
-  ): Promise<Page<SourceView>> {
-    const p = authorize(caller, 'sources.read', project);
-    const result = await this.deps.store.sources.list(p, page);
-    const items: SourceView[] = [];
-    for (const s of result.items) items.push(await this.view(s));
-    return { ...result, items };
+  protected parse(input: unknown): ParsedSource {
+    return parseSource(input, this.deps.connectors);
   }
 
-  async get(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
-    return this.view(await this.find(caller, 'sources.read', project, name));
-  }
-
-  /** Deletes the source; the traces it pulled, their results and the write-back ledger stay. */
-  async delete(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
-    return audited(
-      this.deps.logger,
-      caller,
-      'sources.delete',
+  protected preview(
+    source: ParsedSource,
+    project: string,
+    existing: SourceRecord | undefined,
+    now: string,
+  ): SourceView {
+    return sourceView({
       project,
-      { source: name },
-      async () => {
-        const source = await this.find(caller, 'sources.write', project, name);
-        const view = await this.view(source);
-        await this.deps.store.sources.delete(source.project, name);
-        this.deps.onChange?.();
-        return view;
-      },
-    );
+      name: source.name,
+      resource: sourceResource(source, project),
+      generation: existing?.generation ?? 0,
+      paused: existing?.paused ?? false,
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+    });
+  }
+
+  protected async write(source: ParsedSource, project: string, now: number) {
+    const out = await this.deps.store.withTransaction(async (tx) => {
+      const stored = await tx.sources.upsert(
+        project,
+        source.name,
+        sourceResource(source, project),
+        now,
+      );
+      // A new source starts its watermark at its backfill horizon; a replaced one keeps its own
+      // (use :backfill to read history again).
+      if ((await tx.sources.getState(project, source.name)) === undefined) {
+        const since = source.spec.backfill?.since ?? 0;
+        await tx.sources.saveState(
+          initialState(project, source.name, now, since, source.spec.maxTraceDuration),
+        );
+      }
+      return stored;
+    });
+    return { ...(await this.view(out.source)), created: out.created };
+  }
+
+  protected notFound(project: string, name: string) {
+    return SourceErrors.SOURCE_NOT_FOUND(`no source "${name}" in project "${project}"`);
   }
 
   async pause(caller: Principal, project: string | undefined, name: string): Promise<SourceView> {
@@ -190,33 +146,26 @@ export class SourceService {
         details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
       });
     }
-    return audited(
-      this.deps.logger,
-      caller,
-      'sources.backfill',
-      project,
-      { source: name },
-      async () => {
-        const source = await this.find(caller, 'sources.write', project, name);
-        const now = this.deps.clock.now();
-        const { maxTraceDuration } = parseSource(source.resource, this.deps.connectors).spec;
-        await this.deps.store.withTransaction(async (tx) => {
-          const state = await tx.sources.getState(source.project, name);
-          const base = state ?? initialState(source.project, name, now, 0, 0);
-          await tx.sources.saveState({
-            ...base,
-            watermark: Math.min(base.watermark, sinceMs),
-            // The horizon a complete pull's watermark reaches (it trails the pull's start by
-            // maxTraceDuration), as for a new source: history re-read once is `tailing` again.
-            backfillUntil: now - maxTraceDuration,
-            phase: 'backfilling',
-            nextPullAt: now,
-          });
+    return this.audited(caller, 'backfill', project, name, async () => {
+      const source = await this.find(caller, 'write', project, name);
+      const now = this.deps.clock.now();
+      const { maxTraceDuration } = parseSource(source.resource, this.deps.connectors).spec;
+      await this.deps.store.withTransaction(async (tx) => {
+        const state = await tx.sources.getState(source.project, name);
+        const base = state ?? initialState(source.project, name, now, 0, 0);
+        await tx.sources.saveState({
+          ...base,
+          watermark: Math.min(base.watermark, sinceMs),
+          // The horizon a complete pull's watermark reaches (it trails the pull's start by
+          // maxTraceDuration), as for a new source: history re-read once is `tailing` again.
+          backfillUntil: now - maxTraceDuration,
+          phase: 'backfilling',
+          nextPullAt: now,
         });
-        this.deps.onChange?.();
-        return this.view(source);
-      },
-    );
+      });
+      this.deps.onChange?.();
+      return this.view(source);
+    });
   }
 
   private async setPaused(
@@ -225,27 +174,16 @@ export class SourceService {
     name: string,
     paused: boolean,
   ) {
-    return audited(
-      this.deps.logger,
-      caller,
-      paused ? 'sources.pause' : 'sources.resume',
-      project,
-      { source: name },
-      async () => {
-        const source = await this.find(caller, 'sources.write', project, name);
-        await this.deps.store.sources.setPaused(
-          source.project,
-          name,
-          paused,
-          this.deps.clock.now(),
-        );
-        this.deps.onChange?.();
-        return this.get(caller, source.project, name);
-      },
-    );
+    return this.audited(caller, paused ? 'pause' : 'resume', project, name, async () => {
+      const source = await this.find(caller, 'write', project, name);
+      await this.deps.store.sources.setPaused(source.project, name, paused, this.deps.clock.now());
+      this.deps.onChange?.();
+      return this.get(caller, source.project, name);
+    });
   }
 
-  private async checkSource(source: ParsedSource, project: string): Promise<void> {
+  /** Everything the shape cannot say: support, endpoint, credential grant, policies. */
+  protected async check(source: ParsedSource, project: string): Promise<void> {
     const { spec } = source;
     if (!this.deps.supported(spec.connector, spec.variant)) {
       const what =
@@ -317,19 +255,6 @@ export class SourceService {
             })),
           }),
     });
-  }
-
-  private async find(
-    caller: Principal,
-    permission: 'sources.read' | 'sources.write',
-    project: string | undefined,
-    name: string,
-  ): Promise<SourceRecord> {
-    const p = authorize(caller, permission, project);
-    const source = await this.deps.store.sources.get(p, name);
-    if (source === undefined)
-      throw SourceErrors.SOURCE_NOT_FOUND(`no source "${name}" in project "${p}"`);
-    return source;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import { canonicalJson, toIso } from './columns.js';
-import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
+import { toIso } from './columns.js';
 import type { Page, PageRequest, PolicyRecord, PolicyStore } from './ports.js';
+import { ResourceTable, upsertDocument } from './resource-table.js';
 import type { Database, PoliciesTable } from './schema.js';
 
 function fromRow(row: Selectable<PoliciesTable>): PolicyRecord {
@@ -16,7 +16,11 @@ function fromRow(row: Selectable<PoliciesTable>): PolicyRecord {
 }
 
 export class KyselyPolicyStore implements PolicyStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly table: ResourceTable<'policies', PolicyRecord>;
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.table = new ResourceTable(db, 'policies', fromRow);
+  }
 
   async upsert(
     project: string,
@@ -24,78 +28,26 @@ export class KyselyPolicyStore implements PolicyStore {
     resource: Record<string, unknown>,
     now: number,
   ): Promise<{ policy: PolicyRecord; created: boolean }> {
-    const text = canonicalJson(resource);
-    // Insert-if-absent, then update: unlike one upsert, this tells a create from a replace on
-    // both dialects. A delete between the two statements sends us round again.
-    for (;;) {
-      const inserted = await this.db
-        .insertInto('policies')
-        .values({ project, name, resource: text, generation: 1, created_at: now, updated_at: now })
-        .onConflict((oc) => oc.columns(['project', 'name']).doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted !== undefined) return { policy: fromRow(inserted), created: true };
-      const updated = await this.db
-        .updateTable('policies')
-        .set((eb) => ({
-          resource: text,
-          generation: eb
-            .case()
-            .when('resource', '=', text)
-            .then(eb.ref('generation'))
-            .else(eb('generation', '+', 1))
-            .end(),
-          updated_at: eb
-            .case()
-            .when('resource', '=', text)
-            .then(eb.ref('updated_at'))
-            .else(now)
-            .end(),
-        }))
-        .where('project', '=', project)
-        .where('name', '=', name)
-        .returningAll()
-        .executeTakeFirst();
-      if (updated !== undefined) return { policy: fromRow(updated), created: false };
-    }
+    const { row, created } = await upsertDocument(
+      this.db,
+      'policies',
+      { project, name },
+      resource,
+      now,
+    );
+    return { policy: fromRow(row), created };
   }
 
-  async get(project: string, name: string): Promise<PolicyRecord | undefined> {
-    const row = await this.db
-      .selectFrom('policies')
-      .selectAll()
-      .where('project', '=', project)
-      .where('name', '=', name)
-      .executeTakeFirst();
-    return row === undefined ? undefined : fromRow(row);
+  get(project: string, name: string): Promise<PolicyRecord | undefined> {
+    return this.table.get(project, name);
   }
 
-  async list(project: string, page: PageRequest): Promise<Page<PolicyRecord>> {
-    const limit = pageLimit(page);
-    const after = decodePageToken(page.pageToken);
-    let q = this.db
-      .selectFrom('policies')
-      .selectAll()
-      .where('project', '=', project)
-      .orderBy('name')
-      .limit(limit + 1);
-    if (after !== undefined) q = q.where('name', '>', after.id);
-    const rows = await q.execute();
-    const items = rows.slice(0, limit);
-    const last = items.at(-1);
-    const out = items.map(fromRow);
-    if (rows.length <= limit || last === undefined) return { items: out };
-    return { items: out, nextPageToken: encodePageToken({ at: 0, id: last.name }) };
+  list(project: string, page: PageRequest): Promise<Page<PolicyRecord>> {
+    return this.table.list(project, page);
   }
 
-  async listAll(project: string): Promise<PolicyRecord[]> {
-    const rows = await this.db
-      .selectFrom('policies')
-      .selectAll()
-      .where('project', '=', project)
-      .orderBy('name')
-      .execute();
-    return rows.map(fromRow);
+  listAll(project: string): Promise<PolicyRecord[]> {
+    return this.table.all(project);
   }
 
   async versions(): Promise<{ project: string; name: string; generation: number }[]> {
@@ -118,12 +70,7 @@ export class KyselyPolicyStore implements PolicyStore {
     return new Set(rows.map((r) => r.project));
   }
 
-  async delete(project: string, name: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('policies')
-      .where('project', '=', project)
-      .where('name', '=', name)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+  delete(project: string, name: string): Promise<boolean> {
+    return this.table.delete(project, name);
   }
 }

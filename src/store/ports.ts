@@ -22,6 +22,7 @@ export * from './ports/keys.js';
 export * from './ports/leases.js';
 export * from './ports/paging.js';
 export * from './ports/policies.js';
+export type * from './ports/resources.js';
 export * from './ports/runs.js';
 export * from './ports/scores.js';
 export * from './ports/sources.js';

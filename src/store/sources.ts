@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CompiledQuery, type Kysely, type Selectable } from 'kysely';
 import { CoreErrors } from '../core/index.js';
-import { canonicalJson, toIso } from './columns.js';
-import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
+import { toIso } from './columns.js';
 import type {
   DeadLetter,
   LedgerEntry,
@@ -16,6 +15,7 @@ import type {
   StoreDialect,
   WriteBack,
 } from './ports.js';
+import { ResourceTable, upsertDocument } from './resource-table.js';
 import type {
   Database,
   SourceStatesTable,
@@ -140,10 +140,14 @@ function writeBackFromRow(row: Selectable<WriteBacksTable>): WriteBack {
 }
 
 export class KyselySourceStore implements SourceStore {
+  private readonly table: ResourceTable<'sources', SourceRecord>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: StoreDialect,
-  ) {}
+  ) {
+    this.table = new ResourceTable(db, 'sources', fromRow, true);
+  }
 
   // --- Sources -------------------------------------------------------------------------------
 
@@ -153,108 +157,34 @@ export class KyselySourceStore implements SourceStore {
     resource: Record<string, unknown>,
     now: number,
   ): Promise<{ source: SourceRecord; created: boolean }> {
-    const text = canonicalJson(resource);
-    // Insert-if-absent, then update (as policies.ts): tells a create from a replace on both
-    // dialects. A delete between the two statements sends us round again.
-    for (;;) {
-      const inserted = await this.db
-        .insertInto('sources')
-        .values({
-          project,
-          name,
-          resource: text,
-          generation: 1,
-          paused: 0,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) => oc.columns(['project', 'name']).doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted !== undefined) {
-        // A new source starts from scratch: drop a pull state left by a deleted namesake (one a
-        // lease holder saved while the source was being deleted).
-        await this.deleteState(project, name);
-        return { source: fromRow(inserted), created: true };
-      }
-      const updated = await this.db
-        .updateTable('sources')
-        .set((eb) => ({
-          resource: text,
-          generation: eb
-            .case()
-            .when('resource', '=', text)
-            .then(eb.ref('generation'))
-            .else(eb('generation', '+', 1))
-            .end(),
-          updated_at: eb
-            .case()
-            .when('resource', '=', text)
-            .then(eb.ref('updated_at'))
-            .else(now)
-            .end(),
-        }))
-        .where('project', '=', project)
-        .where('name', '=', name)
-        .returningAll()
-        .executeTakeFirst();
-      if (updated !== undefined) return { source: fromRow(updated), created: false };
-    }
+    const { row, created } = await upsertDocument(
+      this.db,
+      'sources',
+      { project, name },
+      resource,
+      now,
+      { paused: 0 },
+    );
+    // A new source starts from scratch: drop a pull state left by a deleted namesake (one a
+    // lease holder saved while the source was being deleted).
+    if (created) await this.deleteState(project, name);
+    return { source: fromRow(row), created };
   }
 
-  async get(project: string, name: string): Promise<SourceRecord | undefined> {
-    const row = await this.db
-      .selectFrom('sources')
-      .selectAll()
-      .where('project', '=', project)
-      .where('name', '=', name)
-      .executeTakeFirst();
-    return row === undefined ? undefined : fromRow(row);
+  get(project: string, name: string): Promise<SourceRecord | undefined> {
+    return this.table.get(project, name);
   }
 
-  async list(project: string | undefined, page: PageRequest): Promise<Page<SourceRecord>> {
-    const limit = pageLimit(page);
-    const after = decodeProjectPageToken(page.pageToken);
-    let q = this.db
-      .selectFrom('sources')
-      .selectAll()
-      .orderBy('project')
-      .orderBy('name')
-      .limit(limit + 1);
-    if (project !== undefined) q = q.where('project', '=', project);
-    if (after !== undefined) {
-      q = q.where((eb) =>
-        eb(eb.refTuple('project', 'name'), '>', eb.tuple(after.project, after.id)),
-      );
-    }
-    const rows = await q.execute();
-    const items = rows.slice(0, limit);
-    const last = items.at(-1);
-    const out = items.map(fromRow);
-    if (rows.length <= limit || last === undefined) return { items: out };
-    return {
-      items: out,
-      nextPageToken: encodePageToken({ at: 0, id: last.name, project: last.project }),
-    };
+  list(project: string | undefined, page: PageRequest): Promise<Page<SourceRecord>> {
+    return this.table.list(project, page);
   }
 
-  async listAll(): Promise<SourceRecord[]> {
-    const rows = await this.db
-      .selectFrom('sources')
-      .selectAll()
-      .orderBy('project')
-      .orderBy('name')
-      .execute();
-    return rows.map(fromRow);
+  listAll(): Promise<SourceRecord[]> {
+    return this.table.all();
   }
 
   async delete(project: string, name: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('sources')
-      .where('project', '=', project)
-      .where('name', '=', name)
-      .executeTakeFirst();
-    if (result.numDeletedRows === 0n) return false;
+    if (!(await this.table.delete(project, name))) return false;
     // The pull state (counters included) belongs to the source; its traces, queued write-backs
     // and ledger stay (a source created again under this name skips and dedupes with them).
     await this.deleteState(project, name);

@@ -13,6 +13,7 @@ import type {
   WebhookRecord,
   WebhookStore,
 } from './ports.js';
+import { ResourceTable } from './resource-table.js';
 import type { Database, WebhookDeliveriesTable, WebhooksTable } from './schema.js';
 
 /** Rows per multi-row INSERT (SQLite binds at most 32766 parameters per statement). */
@@ -57,7 +58,11 @@ function deliveryFromRow(row: Selectable<WebhookDeliveriesTable>): DeliveryRecor
 }
 
 export class KyselyWebhookStore implements WebhookStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly table: ResourceTable<'webhooks', WebhookRecord>;
+
+  constructor(private readonly db: Kysely<Database>) {
+    this.table = new ResourceTable(db, 'webhooks', webhookFromRow);
+  }
 
   async upsert(
     webhook: Omit<WebhookRecord, 'createdAt' | 'updatedAt'>,
@@ -90,14 +95,8 @@ export class KyselyWebhookStore implements WebhookStore {
     return { webhook: webhookFromRow(row), created: row.id === webhook.id };
   }
 
-  async get(project: string, name: string): Promise<WebhookRecord | undefined> {
-    const row = await this.db
-      .selectFrom('webhooks')
-      .selectAll()
-      .where('project', '=', project)
-      .where('name', '=', name)
-      .executeTakeFirst();
-    return row === undefined ? undefined : webhookFromRow(row);
+  get(project: string, name: string): Promise<WebhookRecord | undefined> {
+    return this.table.get(project, name);
   }
 
   async getByIds(ids: readonly string[]): Promise<WebhookRecord[]> {
@@ -110,24 +109,8 @@ export class KyselyWebhookStore implements WebhookStore {
     return rows.map(webhookFromRow);
   }
 
-  async list(project: string, page: PageRequest): Promise<Page<WebhookRecord>> {
-    const limit = pageLimit(page);
-    const after = decodePageToken(page.pageToken);
-    let q = this.db
-      .selectFrom('webhooks')
-      .selectAll()
-      .where('project', '=', project)
-      .orderBy('name')
-      .limit(limit + 1);
-    if (after !== undefined) q = q.where('name', '>', after.id);
-    const rows = await q.execute();
-    const items = rows.slice(0, limit);
-    const last = items.at(-1);
-    if (rows.length <= limit || last === undefined) return { items: items.map(webhookFromRow) };
-    return {
-      items: items.map(webhookFromRow),
-      nextPageToken: encodePageToken({ at: 0, id: last.name }),
-    };
+  list(project: string, page: PageRequest): Promise<Page<WebhookRecord>> {
+    return this.table.list(project, page);
   }
 
   async listEnabled(project: string): Promise<WebhookRecord[]> {
@@ -141,13 +124,8 @@ export class KyselyWebhookStore implements WebhookStore {
     return rows.map(webhookFromRow);
   }
 
-  async delete(project: string, name: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('webhooks')
-      .where('project', '=', project)
-      .where('name', '=', name)
-      .executeTakeFirst();
-    return result.numDeletedRows > 0n;
+  delete(project: string, name: string): Promise<boolean> {
+    return this.table.delete(project, name);
   }
 
   async enqueue(deliveries: readonly NewDelivery[]): Promise<void> {

@@ -19,6 +19,7 @@ import { type DispatcherLogger, WebhookDispatcher, type WebhookObserver } from '
 import { WebhookOutbox } from './outbox.js';
 import { WebhookService } from './service.js';
 
+export { WEBHOOK_RESOURCE } from './descriptor.js';
 export {
   type AttemptResult,
   type DispatcherDeps,

@@ -1,10 +1,4 @@
-import {
-  type AuditLogger,
-  audited,
-  authorize,
-  type Permission,
-  type Principal,
-} from '../auth/index.js';
+import { type AuditLogger, authorize, type Principal } from '../auth/index.js';
 import {
   type Clock,
   describeDetails,
@@ -14,7 +8,9 @@ import {
   newSecret,
 } from '../core/index.js';
 import type { OutboundGuard } from '../net/index.js';
+import { ResourceService } from '../resources/index.js';
 import type { Page, PageRequest, Store, WebhookRecord } from '../store/index.js';
+import { WEBHOOK_RESOURCE } from './descriptor.js';
 import { WebhookErrors } from './error-codes.js';
 import type { WebhookOutbox } from './outbox.js';
 import {
@@ -39,132 +35,115 @@ export interface WebhookServiceDeps {
 export type AppliedWebhook = WebhookView & { secret?: string };
 
 /**
- * The webhook resource's operations (REST, CLI local mode and later the SDK call these). Every
- * write is audited: principal, action, project and webhook name, never the secret or the URL.
+ * The webhook resource's operations (REST, CLI local mode and later the SDK call these): the
+ * kit's apply, get, list and delete, plus test and deliveries. Every write is audited: principal,
+ * action, project and webhook name, never the secret or the URL.
+ *
+ * Apply creates or replaces a webhook by name within its project. A new webhook without a secret
+ * gets a generated `whsec_…` one, returned in this response only; a replaced one without a secret
+ * keeps the stored one. A secret the caller sets is never echoed back.
  */
-export class WebhookService {
-  constructor(private readonly deps: WebhookServiceDeps) {}
+export class WebhookService extends ResourceService<
+  WebhookSpec,
+  WebhookRecord,
+  WebhookView,
+  AppliedWebhook
+> {
+  constructor(private readonly deps: WebhookServiceDeps) {
+    super(WEBHOOK_RESOURCE, deps, deps.store.webhooks);
+  }
 
-  /**
-   * Creates or replaces a webhook by name within its project. A new webhook without a secret gets
-   * a generated `whsec_…` one, returned in this response only; a replaced one without a secret
-   * keeps the stored one. A secret the caller sets is never echoed back.
-   */
-  async apply(
-    caller: Principal,
-    input: unknown,
-    options: { project?: string; validateOnly?: boolean } = {},
-  ): Promise<AppliedWebhook> {
-    const spec = this.parse(input);
-    const requested = spec.project ?? options.project;
-    if (options.validateOnly === true) {
-      const project = authorize(caller, 'webhooks.write', requested);
-      await this.checkUrl(spec.url);
-      const existing = await this.deps.store.webhooks.get(project, spec.name);
-      const now = new Date(this.deps.clock.now()).toISOString();
-      return webhookView({
-        id: existing?.id ?? '',
-        project,
-        name: spec.name,
-        url: spec.url,
-        events: spec.events,
-        // Not shown; an applied webhook always has one (generated when none is given).
-        secret: existing?.secret ?? 'generated on apply',
-        disabled: spec.disabled,
-        createdAt: existing?.createdAt ?? now,
-        updatedAt: now,
+  protected parse(input: unknown): WebhookSpec {
+    const parsed = parseWebhook(input);
+    if (parsed.ok) return parsed.spec;
+    const details = issuesToDetails(parsed.issues);
+    throw WebhookErrors.WEBHOOK_INVALID(`invalid webhook: ${describeDetails(details)}`, {
+      details,
+    });
+  }
+
+  protected async check(spec: WebhookSpec): Promise<void> {
+    try {
+      await this.deps.guard.checkTarget(new URL(spec.url));
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      throw WebhookErrors.WEBHOOK_URL_REFUSED(err.message, {
+        details: [{ path: 'url', message: err.message }],
       });
     }
-    return audited(
-      this.deps.logger,
-      caller,
-      'webhooks.apply',
-      requested,
-      { webhook: spec.name },
-      async () => {
-        const project = authorize(caller, 'webhooks.write', requested);
-        await this.checkUrl(spec.url);
-        const { webhook, generated } = await this.deps.store.withTransaction(async (tx) => {
-          const existing = await tx.webhooks.get(project, spec.name);
-          const generated = spec.secret === undefined && existing === undefined;
-          const secret = spec.secret ?? existing?.secret ?? newSecret('whsec');
-          const stored = await tx.webhooks.upsert(
-            {
-              id: existing?.id ?? newId('wh'),
-              project,
-              name: spec.name,
-              url: spec.url,
-              events: spec.events,
-              secret,
-              disabled: spec.disabled,
-            },
-            this.deps.clock.now(),
-          );
-          return { webhook: stored.webhook, generated };
-        });
-        const view: AppliedWebhook = webhookView(webhook);
-        if (generated) view.secret = webhook.secret;
-        return view;
-      },
-    );
   }
 
-  async list(
-    caller: Principal,
-    project: string | undefined,
-    page: PageRequest,
-  ): Promise<Page<WebhookView>> {
-    const p = authorize(caller, 'webhooks.read', project);
-    const result = await this.deps.store.webhooks.list(p, page);
-    return { ...result, items: result.items.map(webhookView) };
-  }
-
-  async get(caller: Principal, project: string | undefined, name: string): Promise<WebhookView> {
-    return webhookView(await this.find(caller, 'webhooks.read', project, name));
-  }
-
-  /** Deletes the webhook; its queued deliveries fail when they come due. */
-  async delete(caller: Principal, project: string | undefined, name: string): Promise<WebhookView> {
-    return audited(
-      this.deps.logger,
-      caller,
-      'webhooks.delete',
+  protected preview(
+    spec: WebhookSpec,
+    project: string,
+    existing: WebhookRecord | undefined,
+    now: string,
+  ): WebhookView {
+    return webhookView({
+      id: existing?.id ?? '',
       project,
-      { webhook: name },
-      async () => {
-        const webhook = await this.find(caller, 'webhooks.write', project, name);
-        await this.deps.store.webhooks.delete(webhook.project, name);
-        return webhookView(webhook);
-      },
-    );
+      name: spec.name,
+      url: spec.url,
+      events: spec.events,
+      // Not shown; an applied webhook always has one (generated when none is given).
+      secret: existing?.secret ?? 'generated on apply',
+      disabled: spec.disabled,
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+    });
+  }
+
+  protected async write(spec: WebhookSpec, project: string, now: number): Promise<AppliedWebhook> {
+    const { webhook, generated } = await this.deps.store.withTransaction(async (tx) => {
+      const existing = await tx.webhooks.get(project, spec.name);
+      const generated = spec.secret === undefined && existing === undefined;
+      const secret = spec.secret ?? existing?.secret ?? newSecret('whsec');
+      const stored = await tx.webhooks.upsert(
+        {
+          id: existing?.id ?? newId('wh'),
+          project,
+          name: spec.name,
+          url: spec.url,
+          events: spec.events,
+          secret,
+          disabled: spec.disabled,
+        },
+        now,
+      );
+      return { webhook: stored.webhook, generated };
+    });
+    const view: AppliedWebhook = webhookView(webhook);
+    if (generated) view.secret = webhook.secret;
+    return view;
+  }
+
+  protected view(record: WebhookRecord): WebhookView {
+    return webhookView(record);
+  }
+
+  protected notFound(project: string, name: string) {
+    return notFound(project, name);
   }
 
   /** Queues a `ping` delivery to the webhook (sent like any other) and wakes the dispatcher. */
   async test(caller: Principal, project: string | undefined, name: string): Promise<DeliveryView> {
-    return audited(
-      this.deps.logger,
-      caller,
-      'webhooks.test',
-      project,
-      { webhook: name },
-      async () => {
-        const p = authorize(caller, 'webhooks.write', project);
-        const ping = await this.deps.store.withTransaction(async (tx) => {
-          const webhook = await tx.webhooks.get(p, name);
-          if (webhook === undefined) throw notFound(p, name);
-          if (webhook.disabled) {
-            throw WebhookErrors.WEBHOOK_DISABLED(`webhook "${name}" is disabled and sends nothing`);
-          }
-          return this.deps.outbox.enqueuePing(tx, webhook);
-        });
-        return deliveryView({
-          ...ping,
-          state: 'PENDING',
-          attempts: 0,
-          nextAttemptAt: ping.createdAt,
-        });
-      },
-    );
+    return this.audited(caller, 'test', project, name, async () => {
+      const p = authorize(caller, 'webhooks.write', project);
+      const ping = await this.deps.store.withTransaction(async (tx) => {
+        const webhook = await tx.webhooks.get(p, name);
+        if (webhook === undefined) throw notFound(p, name);
+        if (webhook.disabled) {
+          throw WebhookErrors.WEBHOOK_DISABLED(`webhook "${name}" is disabled and sends nothing`);
+        }
+        return this.deps.outbox.enqueuePing(tx, webhook);
+      });
+      return deliveryView({
+        ...ping,
+        state: 'PENDING',
+        attempts: 0,
+        nextAttemptAt: ping.createdAt,
+      });
+    });
   }
 
   async deliveries(
@@ -173,7 +152,7 @@ export class WebhookService {
     name: string,
     page: PageRequest,
   ): Promise<Page<DeliveryView>> {
-    const webhook = await this.find(caller, 'webhooks.read', project, name);
+    const webhook = await this.find(caller, 'read', project, name);
     const result = await this.deps.store.webhooks.listDeliveries(webhook.id, page);
     return { ...result, items: result.items.map(deliveryView) };
   }
@@ -188,38 +167,6 @@ export class WebhookService {
       oldestAgeSeconds:
         oldest === undefined ? 0 : Math.max(0, (this.deps.clock.now() - oldest) / 1000),
     };
-  }
-
-  private parse(input: unknown): WebhookSpec {
-    const parsed = parseWebhook(input);
-    if (parsed.ok) return parsed.spec;
-    const details = issuesToDetails(parsed.issues);
-    throw WebhookErrors.WEBHOOK_INVALID(`invalid webhook: ${describeDetails(details)}`, {
-      details,
-    });
-  }
-
-  private async checkUrl(url: string): Promise<void> {
-    try {
-      await this.deps.guard.checkTarget(new URL(url));
-    } catch (err) {
-      if (!isTouchstoneError(err)) throw err;
-      throw WebhookErrors.WEBHOOK_URL_REFUSED(err.message, {
-        details: [{ path: 'url', message: err.message }],
-      });
-    }
-  }
-
-  private async find(
-    caller: Principal,
-    permission: Permission,
-    project: string | undefined,
-    name: string,
-  ): Promise<WebhookRecord> {
-    const p = authorize(caller, permission, project);
-    const webhook = await this.deps.store.webhooks.get(p, name);
-    if (webhook === undefined) throw notFound(p, name);
-    return webhook;
   }
 }
 
