@@ -2,7 +2,7 @@ import { type AuditLogger, authorize, grantFilter, type Principal } from '../aut
 import { type Clock, CoreErrors, isTouchstoneError, type TouchstoneError } from '../core/index.js';
 import type { EvaluatorRegistry, Judge } from '../evaluators/index.js';
 import type { OutboundGuard } from '../net/index.js';
-import { ResourceService } from '../resources/index.js';
+import { ResourceService, sinceMs } from '../resources/index.js';
 import type { AlertState, PolicyRecord, Store } from '../store/index.js';
 import { POLICY_RESOURCE } from './descriptor.js';
 import { PolicyErrors } from './error-codes.js';
@@ -245,24 +245,14 @@ export class PolicyService extends ResourceService<
     name: string,
     since: string,
   ): Promise<{ policy: string; since: string; queued: number }> {
-    const sinceMs = Date.parse(since);
-    if (!/^\d{4}-\d\d-\d\dT/.test(since) || Number.isNaN(sinceMs)) {
-      throw PolicyErrors.POLICY_INVALID('`since` is not an RFC 3339 time', {
-        details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
-      });
-    }
+    const from = sinceMs(since, PolicyErrors.POLICY_INVALID);
     return this.audited(caller, 'rescore', project, name, async () => {
       const policy = await this.find(caller, 'write', project, name);
       const { store, clock } = this.deps;
       let queued = 0;
       let after: { startMs: number; traceId: string } | undefined;
       for (;;) {
-        const versions = await store.traces.listVersions(
-          policy.project,
-          sinceMs,
-          after,
-          RESCORE_PAGE,
-        );
+        const versions = await store.traces.listVersions(policy.project, from, after, RESCORE_PAGE);
         if (versions.length === 0) break;
         const now = clock.now();
         queued += await store.work.enqueue(
@@ -281,7 +271,7 @@ export class PolicyService extends ResourceService<
         after = { startMs: last.startMs, traceId: last.traceId };
       }
       this.deps.onChange?.();
-      return { policy: name, since: new Date(sinceMs).toISOString(), queued };
+      return { policy: name, since: new Date(from).toISOString(), queued };
     });
   }
 

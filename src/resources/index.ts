@@ -13,4 +13,5 @@ export {
   type ResourceOperations,
   ResourceService,
   type ResourceServiceDeps,
+  sinceMs,
 } from './service.js';

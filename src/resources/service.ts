@@ -1,5 +1,5 @@
 import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
-import type { Clock } from '../core/index.js';
+import type { Clock, ErrorOptions } from '../core/index.js';
 import type { NamedRecord, Page, PageRequest, ResourceRows } from '../store/index.js';
 import type { ResourceDescriptor } from './descriptor.js';
 
@@ -135,6 +135,23 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
     const { plural, singular } = this.resource;
     return audited(this.kit.logger, caller, `${plural}.${verb}`, project, { [singular]: name }, fn);
   }
+}
+
+/**
+ * The `since` of a verb that goes back in time (a policy's rescore, a source's backfill): epoch
+ * ms, or the resource's invalid-argument error naming `since`.
+ */
+export function sinceMs(
+  since: string,
+  invalid: (message: string, options: ErrorOptions) => Error,
+): number {
+  const ms = Date.parse(since);
+  if (!/^\d{4}-\d\d-\d\dT/.test(since) || Number.isNaN(ms)) {
+    throw invalid('`since` is not an RFC 3339 time', {
+      details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
+    });
+  }
+  return ms;
 }
 
 /** The kit's four operations of any resource service: what the REST routes and CLI verbs call. */

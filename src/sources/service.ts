@@ -1,7 +1,7 @@
 import type { AuditLogger, Principal } from '../auth/index.js';
 import { type Clock, isTouchstoneError } from '../core/index.js';
 import type { OutboundGuard } from '../net/index.js';
-import { ResourceService } from '../resources/index.js';
+import { ResourceService, sinceMs } from '../resources/index.js';
 import type { DeadLetter, SourceRecord, SourceState, Store } from '../store/index.js';
 import type { ConnectorRegistry } from './connectors/index.js';
 import { SOURCE_RESOURCE } from './descriptor.js';
@@ -140,12 +140,7 @@ export class SourceService extends ResourceService<
     name: string,
     since: string,
   ): Promise<SourceView> {
-    const sinceMs = Date.parse(since);
-    if (!/^\d{4}-\d\d-\d\dT/.test(since) || Number.isNaN(sinceMs)) {
-      throw SourceErrors.SOURCE_INVALID('`since` is not an RFC 3339 time', {
-        details: [{ path: 'since', message: 'an RFC 3339 time such as 2026-01-02T15:04:05Z' }],
-      });
-    }
+    const from = sinceMs(since, SourceErrors.SOURCE_INVALID);
     return this.audited(caller, 'backfill', project, name, async () => {
       const source = await this.find(caller, 'write', project, name);
       const now = this.deps.clock.now();
@@ -155,7 +150,7 @@ export class SourceService extends ResourceService<
         const base = state ?? initialState(source.project, name, now, 0, 0);
         await tx.sources.saveState({
           ...base,
-          watermark: Math.min(base.watermark, sinceMs),
+          watermark: Math.min(base.watermark, from),
           // The horizon a complete pull's watermark reaches (it trails the pull's start by
           // maxTraceDuration), as for a new source: history re-read once is `tailing` again.
           backfillUntil: now - maxTraceDuration,
