@@ -1,6 +1,13 @@
 import type { Config } from '../config/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
-import { PolicyEngine, type PolicyEventSink, type ResultSink } from '../policies/index.js';
+import type { TraceQueries } from '../ingest/index.js';
+import {
+  AnnotationService,
+  PolicyEngine,
+  type PolicyEventSink,
+  type ResultSink,
+} from '../policies/index.js';
+import type { Redactor } from '../redaction/index.js';
 import type { BuildBase } from './base.js';
 
 /** The online scoring engine as configured (`online.*`). */
@@ -28,5 +35,25 @@ export function buildPolicyEngine(
       visibilityMs: config.online.visibility_timeout,
       pollMs: config.online.poll_interval,
     },
+  });
+}
+
+/** People's annotations: stored as results, sent to the same sinks (write-back) and events. */
+export function buildAnnotations(
+  deps: BuildBase & {
+    traces: TraceQueries;
+    events: PolicyEventSink;
+    sinks: readonly ResultSink[];
+    redactor: Redactor;
+  },
+): AnnotationService {
+  const { store, clock, traces, events, sinks, redactor } = deps;
+  return new AnnotationService({
+    store,
+    clock,
+    traces,
+    events,
+    sinks,
+    redactText: (text) => redactor.redactText(text),
   });
 }

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
 import { IdempotencyService } from '../api/index.js';
-import { AuditTrail, createBearerAuthenticator, KeyService } from '../auth/index.js';
+import type { AuditTrail, KeyService } from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import {
   type Clock,
@@ -23,12 +23,7 @@ import {
   type HttpClient,
   proxySettingsFromConfig,
 } from '../net/index.js';
-import {
-  AnnotationService,
-  type PolicyEngine,
-  PolicyService,
-  ScoreQueries,
-} from '../policies/index.js';
+import { type PolicyEngine, PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunExecutor, RunRetention, RunService } from '../runs/index.js';
 import {
   type ConnectorSettings,
@@ -44,8 +39,9 @@ import { openStore, type Store } from '../store/index.js';
 import { Metrics, registerStateGauges } from '../telemetry/index.js';
 import { createWebhooks, type Webhooks } from '../webhooks/index.js';
 import { buildEvaluation } from './build-evaluation.js';
+import { buildIdentity } from './build-identity.js';
 import { buildIngest } from './build-ingest.js';
-import { buildPolicyEngine } from './build-policies.js';
+import { buildAnnotations, buildPolicyEngine } from './build-policies.js';
 import { buildRunRetention, buildRuns, serverRunTargets } from './build-runs.js';
 import { boundAddress, buildHttpServer } from './build-server.js';
 import { buildSourcePulling } from './build-sources.js';
@@ -283,15 +279,9 @@ async function assemble(
   const { env } = deps;
   const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const base = { store, clock, logger, metrics };
-  const keys = new KeyService({ keys: store.keys, clock });
   const proxy = proxySettingsFromConfig(config.proxy);
-  const audit = new AuditTrail({
-    store: store.audit,
-    clock,
-    retentionMs: config.audit.retention,
-    logger,
-  });
-  const auth = createBearerAuthenticator(config, { keys, clock, proxy });
+  const identity = buildIdentity(config, { store, clock, logger, proxy });
+  const { keys, audit } = identity;
   const judging = buildEvaluation(config, { env, clock, logger, metrics });
   const evaluation = judging.service;
   const ingest = buildIngest(config, { ...base, onCompleted: () => engine.wake() });
@@ -325,7 +315,7 @@ async function assemble(
     logger,
     services: {
       keys,
-      bearer: auth.bearer,
+      bearer: identity.bearer,
       audit,
       evaluation,
       metrics,
@@ -334,14 +324,7 @@ async function assemble(
       webhooks: webhooks.service,
       policies,
       scores: new ScoreQueries(store),
-      annotations: new AnnotationService({
-        store,
-        clock,
-        traces,
-        events,
-        sinks,
-        redactText: (text) => redactor.redactText(text),
-      }),
+      annotations: buildAnnotations({ ...base, traces, events, sinks, redactor }),
       sources,
       runs: runs.service,
       idempotency,
@@ -354,7 +337,7 @@ async function assemble(
     closes('store', store),
     closes('datasets', datasets),
     sourcing.component,
-    closes('identity-provider-http', auth),
+    identity.providerHttp,
     judging.component,
     // After every emitter, before the store: interrupted attempts are recorded so another replica
     // resends them.
@@ -362,8 +345,7 @@ async function assemble(
       start: () => webhooks.dispatcher.start(),
       stop: () => webhooks.close(),
     }),
-    // Stopped once the server has drained: the last requests' entries are written.
-    loop('audit', audit),
+    identity.trail,
     loop('idempotency-sweep', idempotency),
     loop('run-retention', runRetention),
     runs.component,
