@@ -1,13 +1,18 @@
+import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
+import type { Clock } from '../core/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import type { TraceQueries } from '../ingest/index.js';
+import { createOutboundGuard } from '../net/index.js';
 import {
   AnnotationService,
   PolicyEngine,
   type PolicyEventSink,
+  PolicyService,
   type ResultSink,
 } from '../policies/index.js';
 import type { Redactor } from '../redaction/index.js';
+import type { Store } from '../store/index.js';
 import type { BuildBase } from './base.js';
 
 /** The online scoring engine as configured (`online.*`). */
@@ -56,4 +61,47 @@ export function buildAnnotations(
     sinks,
     redactText: (text) => redactor.redactText(text),
   });
+}
+
+/** The policy resource's service as configured (the server and the CLI's local mode build it). */
+export function createPolicyService(
+  config: Readonly<Config>,
+  deps: {
+    store: Store;
+    clock: Clock;
+    evaluation: EvaluationService;
+    logger: Logger;
+    onChange?: () => void;
+  },
+): PolicyService {
+  return new PolicyService({
+    store: deps.store,
+    clock: deps.clock,
+    registry: deps.evaluation.registry,
+    resolveJudge: (name, path) => deps.evaluation.resolveJudge(name, path),
+    // The same checks as webhook URLs: alert webhooks are delivered by the webhook dispatcher.
+    guard: createOutboundGuard({
+      allowHosts: config.webhooks.allow_hosts,
+      requireHttps: false,
+      setting: 'webhooks.allow_hosts',
+    }),
+    logger: deps.logger,
+    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+  });
+}
+
+/** The online scoring engine and the policy service that wakes it when a policy changes. */
+export function buildPolicies(
+  config: Readonly<Config>,
+  deps: Parameters<typeof buildPolicyEngine>[1],
+): { engine: PolicyEngine; service: PolicyService } {
+  const engine = buildPolicyEngine(config, deps);
+  const service = createPolicyService(config, {
+    ...deps,
+    onChange: () => {
+      engine.invalidate();
+      engine.wake();
+    },
+  });
+  return { engine, service };
 }

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, type Logger, pino } from 'pino';
 import { IdempotencyService } from '../api/index.js';
@@ -15,41 +14,33 @@ import {
 import { createDatasetService, type DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import { type TraceCompleter, TraceQueries } from '../ingest/index.js';
-import {
-  type CredentialResolver,
-  createCredentialResolver,
-  createHttpClient,
-  createOutboundGuard,
-  type HttpClient,
-  proxySettingsFromConfig,
-} from '../net/index.js';
-import { type PolicyEngine, PolicyService, ScoreQueries } from '../policies/index.js';
+import { proxySettingsFromConfig } from '../net/index.js';
+import { type PolicyEngine, type PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunExecutor, RunRetention, RunService } from '../runs/index.js';
-import {
-  type ConnectorSettings,
-  findConnector,
-  type ParsedSource,
-  SourceErrors,
-  type SourceManager,
-  SourceService,
-  type TraceStoreConnector,
-  type WriteBackWriter,
-} from '../sources/index.js';
+import type { SourceManager, SourceService, WriteBackWriter } from '../sources/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { Metrics, registerStateGauges } from '../telemetry/index.js';
 import { createWebhooks, type Webhooks } from '../webhooks/index.js';
 import { buildEvaluation } from './build-evaluation.js';
 import { buildIdentity } from './build-identity.js';
 import { buildIngest } from './build-ingest.js';
-import { buildAnnotations, buildPolicyEngine } from './build-policies.js';
+import { buildAnnotations, buildPolicies } from './build-policies.js';
 import { buildRunRetention, buildRuns, serverRunTargets } from './build-runs.js';
 import { boundAddress, buildHttpServer } from './build-server.js';
-import { buildSourcePulling } from './build-sources.js';
+import { buildSources } from './build-sources.js';
 import { closes, loop } from './lifecycle.js';
 
 export { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+export { createPolicyService } from './build-policies.js';
 export { authRequired } from './build-server.js';
+export { createSourceService } from './build-sources.js';
 export { createLocalRuns, type LocalRuns } from './local-runs.js';
+export {
+  type LocalService,
+  localPolicies,
+  localSources,
+  localWebhooks,
+} from './local-services.js';
 
 /**
  * @module app
@@ -107,152 +98,6 @@ export interface App {
    * Safe twice, and without `listen()`.
    */
   close(): Promise<void>;
-}
-
-/** The policy resource's service as configured (the server and the CLI's local mode build it). */
-export function createPolicyService(
-  config: Readonly<Config>,
-  deps: {
-    store: Store;
-    clock: Clock;
-    evaluation: EvaluationService;
-    logger: Logger;
-    onChange?: () => void;
-  },
-): PolicyService {
-  return new PolicyService({
-    store: deps.store,
-    clock: deps.clock,
-    registry: deps.evaluation.registry,
-    resolveJudge: (name, path) => deps.evaluation.resolveJudge(name, path),
-    // The same checks as webhook URLs: alert webhooks are delivered by the webhook dispatcher.
-    guard: createOutboundGuard({
-      allowHosts: config.webhooks.allow_hosts,
-      requireHttps: false,
-      setting: 'webhooks.allow_hosts',
-    }),
-    logger: deps.logger,
-    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
-  });
-}
-
-/** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */
-function sourceGuard(config: Readonly<Config>) {
-  return createOutboundGuard({
-    allowHosts: config.sources.allow_hosts,
-    requireHttps: true,
-    setting: 'sources.allow_hosts',
-  });
-}
-
-function credentialResolver(config: Readonly<Config>, env: Record<string, string | undefined>) {
-  return createCredentialResolver({
-    env,
-    dir: config.sources.dir ?? join(config.data_dir, 'secrets'),
-    grants: config.credentials.grants,
-  });
-}
-
-/** The source resource's service as configured (the server and the CLI's local mode build it). */
-export function createSourceService(
-  config: Readonly<Config>,
-  deps: {
-    store: Store;
-    clock: Clock;
-    env: Record<string, string | undefined>;
-    logger: Logger;
-    onChange?: () => void;
-  },
-): SourceService {
-  const credentials = credentialResolver(config, deps.env);
-  return new SourceService({
-    store: deps.store,
-    clock: deps.clock,
-    guard: sourceGuard(config),
-    grants: { check: (ref, project, host) => credentials.checkGrant(ref, project, host) },
-    supported: (connector, variant) => findConnector(connector, variant) !== undefined,
-    logger: deps.logger,
-    ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
-  });
-}
-
-/** Builds a source's connector with its credential resolved now (rotation applies at once). */
-function connectorFactory(
-  http: HttpClient,
-  credentials: CredentialResolver,
-  settings: ConnectorSettings,
-): (source: ParsedSource, project: string) => Promise<TraceStoreConnector> {
-  return async (source, project) => {
-    const manifest = findConnector(source.spec.connector, source.spec.variant);
-    if (manifest === undefined) {
-      throw SourceErrors.SOURCE_NOT_SUPPORTED_YET(
-        `connector "${source.spec.connector}" is not supported by this version`,
-      );
-    }
-    const host = new URL(source.spec.endpoint).hostname;
-    const credential =
-      source.spec.credentials === undefined
-        ? undefined
-        : await credentials.resolveGranted(source.spec.credentials, project, host);
-    return manifest.create(source, {
-      http,
-      settings,
-      ...(credential === undefined ? {} : { credential }),
-    });
-  };
-}
-
-/** The HTTP client of trace-source connectors, under the source endpoints' outbound rules. */
-function createSourceHttpClient(config: Readonly<Config>, clock: Clock): HttpClient {
-  return createHttpClient({
-    userAgent: 'touchstone-sources',
-    ...sourceGuard(config),
-    clock,
-    maxRedirects: 5,
-    proxy: proxySettingsFromConfig(config.proxy),
-  });
-}
-
-/** The online scoring engine and the policy service that wakes it when a policy changes. */
-function buildPolicies(
-  config: Readonly<Config>,
-  deps: Parameters<typeof buildPolicyEngine>[1],
-): { engine: PolicyEngine; service: PolicyService } {
-  const engine = buildPolicyEngine(config, deps);
-  const service = createPolicyService(config, {
-    ...deps,
-    onChange: () => {
-      engine.invalidate();
-      engine.wake();
-    },
-  });
-  return { engine, service };
-}
-
-/**
- * Trace sources as served: the resource service, pulling and write-back (woken when a source
- * changes), the credentials their connectors resolve, and the connectors' HTTP client.
- */
-function buildSources(
-  config: Readonly<Config>,
-  deps: Omit<Parameters<typeof buildSourcePulling>[1], 'connector'> & {
-    env: Record<string, string | undefined>;
-  },
-) {
-  const http = createSourceHttpClient(config, deps.clock);
-  const credentials = credentialResolver(config, deps.env);
-  const connector = connectorFactory(http, credentials, {
-    maxAttributeBytes: config.traces.max_attribute_bytes,
-  });
-  const pulling = buildSourcePulling(config, { ...deps, connector });
-  const service = createSourceService(config, {
-    ...deps,
-    onChange: () => {
-      pulling.directory.invalidate();
-      pulling.manager.wake();
-    },
-  });
-  return { ...pulling, service, credentials, component: closes('source-http', http) };
 }
 
 export async function createApp(config: Readonly<Config>, deps: AppDeps): Promise<App> {

@@ -1,47 +1,20 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import {
-  createEvaluationService,
-  createJudgeHttpClient,
-  createPolicyService,
-} from '../app/index.js';
+import { localPolicies } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
-import { systemClock } from '../core/index.js';
-import type { PolicyService, PolicyView } from '../policies/index.js';
-import type { ApiClient } from './client.js';
+import type { PolicyView } from '../policies/index.js';
 import type { CliIO } from './io.js';
-import { printResult, type ResourceFlags, resourceCommand, resourcePath } from './resources.js';
-import { configFromFlags } from './serve.js';
-import { targetOptions, withTarget } from './target.js';
+import {
+  localScope,
+  printResult,
+  type ResourceFlags,
+  resourceCommand,
+  resourcePath,
+} from './resources.js';
+import { targetOptions } from './target.js';
 
 type Flags = ResourceFlags;
 
-/** Runs against a server, or on the local data dir through the same service the server uses. */
-function withPolicies<T>(
-  flags: Flags,
-  io: CliIO,
-  remote: (client: ApiClient) => Promise<T>,
-  local: (service: PolicyService) => Promise<T>,
-): Promise<T> {
-  return withTarget(flags, io, remote, async (store) => {
-    const config = configFromFlags(flags, io);
-    const logger = pino({ level: 'silent' });
-    const http = createJudgeHttpClient(config);
-    try {
-      const evaluation = createEvaluationService(config, {
-        http,
-        env: io.env,
-        clock: systemClock,
-        logger,
-      });
-      return await local(
-        createPolicyService(config, { store, clock: systemClock, evaluation, logger }),
-      );
-    } finally {
-      await http.close();
-    }
-  });
-}
+const withPolicies = localScope(localPolicies);
 
 interface PolicyShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };

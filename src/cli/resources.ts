@@ -1,8 +1,12 @@
 import type { Command } from 'commander';
+import type { LocalService } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
+import type { Config } from '../config/index.js';
+import type { Store } from '../store/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError, readResources, table } from './io.js';
+import { configFromFlags } from './serve.js';
 import {
   allPages,
   type ListPage,
@@ -10,6 +14,7 @@ import {
   remotePage,
   type TargetFlags,
   targetOptions,
+  withTarget,
 } from './target.js';
 
 /**
@@ -81,7 +86,7 @@ export async function applyDocuments<T>(
 
 /**
  * How a resource command reaches its resources: `remote` against a server, or `local` on the
- * local data dir's service (`withPolicies`, `withRuns`, …).
+ * local data dir's service (`localScope`).
  */
 export type ResourceScope<S> = <T>(
   flags: ResourceFlags,
@@ -89,6 +94,24 @@ export type ResourceScope<S> = <T>(
   remote: (client: ApiClient) => Promise<T>,
   local: (service: S) => Promise<T>,
 ) => Promise<T>;
+
+/**
+ * The scope of a resource whose local service `open` builds (app/'s local builders): against a
+ * server through `remote`, else on the local data dir through the service the server uses.
+ */
+export function localScope<S>(
+  open: (config: Config, store: Store, env: CliIO['env']) => LocalService<S>,
+): ResourceScope<S> {
+  return (flags, io, remote, local) =>
+    withTarget(flags, io, remote, async (store) => {
+      const { service, close } = open(configFromFlags(flags, io), store, io.env);
+      try {
+        return await local(service);
+      } finally {
+        await close();
+      }
+    });
+}
 
 type NamedCall = (
   caller: typeof OPEN_PRINCIPAL,

@@ -1,40 +1,21 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { createSourceService } from '../app/index.js';
+import { localSources } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
-import { systemClock } from '../core/index.js';
-import type { SourceService, SourceStatus, SourceView } from '../sources/index.js';
-import type { ApiClient } from './client.js';
+import type { SourceStatus, SourceView } from '../sources/index.js';
 import type { CliIO } from './io.js';
 import {
   callNamed,
+  localScope,
   printResult,
   type ResourceFlags,
   resourceCommand,
   resourcePath,
 } from './resources.js';
-import { configFromFlags } from './serve.js';
-import { targetOptions, withTarget } from './target.js';
+import { targetOptions } from './target.js';
 
 type Flags = ResourceFlags;
 
-function withSources<T>(
-  flags: Flags,
-  io: CliIO,
-  remote: (client: ApiClient) => Promise<T>,
-  local: (service: SourceService) => Promise<T>,
-): Promise<T> {
-  return withTarget(flags, io, remote, async (store) =>
-    local(
-      createSourceService(configFromFlags(flags, io), {
-        store,
-        clock: systemClock,
-        env: io.env,
-        logger: pino({ level: 'silent' }),
-      }),
-    ),
-  );
-}
+const withSources = localScope(localSources);
 
 interface SourceShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };

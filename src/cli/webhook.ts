@@ -1,50 +1,22 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
+import { localWebhooks } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
-import { systemClock } from '../core/index.js';
-import {
-  type AppliedWebhook,
-  createWebhooks,
-  type DeliveryView,
-  type WebhookService,
-  type WebhookView,
-} from '../webhooks/index.js';
-import type { ApiClient } from './client.js';
+import type { AppliedWebhook, DeliveryView, WebhookView } from '../webhooks/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import {
   callNamed,
+  localScope,
   printResult,
   type ResourceFlags,
   resourceCommand,
   resourcePath,
 } from './resources.js';
-import { configFromFlags } from './serve.js';
-import { targetOptions, withTarget } from './target.js';
+import { targetOptions } from './target.js';
 
 type Flags = ResourceFlags;
 
-/** Runs against a server, or on the local data dir through the same service the server uses. */
-function withWebhooks<T>(
-  flags: Flags,
-  io: CliIO,
-  remote: (client: ApiClient) => Promise<T>,
-  local: (service: WebhookService) => Promise<T>,
-): Promise<T> {
-  return withTarget(flags, io, remote, async (store) => {
-    const webhooks = createWebhooks({
-      config: configFromFlags(flags, io).webhooks,
-      store,
-      clock: systemClock,
-      logger: pino({ level: 'silent' }),
-    });
-    try {
-      return await local(webhooks.service);
-    } finally {
-      await webhooks.close();
-    }
-  });
-}
+const withWebhooks = localScope(localWebhooks);
 
 function deliveryRows(items: DeliveryView[]): string {
   return table(

@@ -1,0 +1,50 @@
+import { pino } from 'pino';
+import type { Config } from '../config/index.js';
+import { systemClock } from '../core/index.js';
+import type { PolicyService } from '../policies/index.js';
+import type { SourceService } from '../sources/index.js';
+import type { Store } from '../store/index.js';
+import { createWebhooks, type WebhookService } from '../webhooks/index.js';
+import { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+import { createPolicyService } from './build-policies.js';
+import { createSourceService } from './build-sources.js';
+
+/**
+ * The resource services of the CLI's local mode (commands on a data dir, no server), built as
+ * the server builds them, and what each holds open until the command ends.
+ */
+export interface LocalService<S> {
+  service: S;
+  close(): Promise<void>;
+}
+
+type Env = Record<string, string | undefined>;
+
+const silent = () => pino({ level: 'silent' });
+
+export function localPolicies(config: Config, store: Store, env: Env): LocalService<PolicyService> {
+  const logger = silent();
+  const http = createJudgeHttpClient(config);
+  const evaluation = createEvaluationService(config, { http, env, clock: systemClock, logger });
+  return {
+    service: createPolicyService(config, { store, clock: systemClock, evaluation, logger }),
+    close: () => http.close(),
+  };
+}
+
+export function localSources(config: Config, store: Store, env: Env): LocalService<SourceService> {
+  return {
+    service: createSourceService(config, { store, clock: systemClock, env, logger: silent() }),
+    close: async () => undefined,
+  };
+}
+
+export function localWebhooks(config: Config, store: Store): LocalService<WebhookService> {
+  const webhooks = createWebhooks({
+    config: config.webhooks,
+    store,
+    clock: systemClock,
+    logger: silent(),
+  });
+  return { service: webhooks.service, close: () => webhooks.close() };
+}
