@@ -40,6 +40,8 @@ export {
   OPEN_PRINCIPAL,
   type Principal,
   principalId,
+  type ResourceFacts,
+  type RuleCheck,
 } from './principal.js';
 export {
   highestRole,
@@ -50,3 +52,4 @@ export {
   ROLES,
   type Role,
 } from './roles.js';
+export { type AccessRuleConfig, AccessRules } from './rules.js';

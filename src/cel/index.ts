@@ -5,11 +5,13 @@
  * evaluated many times under a cost budget, never throwing and never quoting trace content.
  * Imports core only.
  */
-export { type CompileOptions, compileExpression } from './compile.js';
+export { type CompileOptions, compileAccessRule, compileExpression } from './compile.js';
 export { CelErrors } from './error-codes.js';
 export { type TraceFactsSummary, traceFacts } from './facts.js';
 export type {
+  AccessFacts,
   CelKind,
+  CompiledAccessRule,
   CompiledExpression,
   EvaluationResult,
   FailureReason,

@@ -222,6 +222,20 @@ export const ConfigSchema = z
         allow_hosts: z.array(HostPatternSchema).default([]),
         /** Deadline of one discovery or JWKS request to a provider. */
         oidc_timeout: durationMs.prefault(DEFAULTS.auth.oidcTimeout),
+        /**
+         * Access rules checked after the roles on every call: CEL over `principal`, `action`,
+         * `resource` and `mcp`; deny wins, and allow rules never grant what roles do not
+         * (docs/identity.md). Compiled at startup.
+         */
+        rules: z
+          .array(
+            z.strictObject({
+              effect: z.enum(['allow', 'deny']),
+              when: z.string().min(1),
+            }),
+          )
+          .max(DEFAULTS.auth.maxRules)
+          .default([]),
       })
       .optional(),
     /** The audit trail of writes and denials (docs/identity.md). */
