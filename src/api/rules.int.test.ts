@@ -20,6 +20,10 @@ const RULES = [
     effect: 'deny',
     when: 'action == "traces.write" && principal.email.endsWith("@contractor.example")',
   },
+  {
+    effect: 'deny',
+    when: 'action == "traces.read" && "env" in resource.labels && resource.labels["env"] == "prod"',
+  },
 ];
 
 describe('access rules (auth.rules)', () => {
@@ -129,6 +133,14 @@ describe('access rules (auth.rules)', () => {
     expect(contractor.statusCode).toBe(403);
     expect(JSON.stringify(contractor.json())).toContain('auth.rules[2]');
     expect((await send('ida')).statusCode).toBe(200);
+  });
+
+  it('REST: a rule on the label filter a trace list names', async () => {
+    const prod = await call('GET', '/v1alpha1/traces?labels=env=prod', admin);
+    expect(prod.statusCode).toBe(403);
+    expect(prod.json().error.message).toContain('auth.rules[3]');
+    expect((await call('GET', '/v1alpha1/traces?labels=env=dev', admin)).statusCode).toBe(200);
+    expect((await call('GET', '/v1alpha1/traces', admin)).statusCode).toBe(200);
   });
 });
 
