@@ -168,14 +168,24 @@ export function bindingsFor(
   return base as unknown as Bindings;
 }
 
-/** An access rule's variables, converted as attribute values are. */
+const accessBound = new WeakMap<AccessFacts, Bindings>();
+
+/**
+ * An access rule's variables, converted as attribute values are: once per facts object, which
+ * every rule of one call shares.
+ */
 export function accessBindings(facts: AccessFacts): Bindings {
-  return {
-    principal: toCelMap(facts.principal, 0),
-    action: String(facts.action),
-    resource: toCelMap(facts.resource, 0),
-    mcp: toCelMap(facts.mcp, 0),
-  };
+  let bound = accessBound.get(facts);
+  if (bound === undefined) {
+    bound = {
+      principal: toCelMap(facts.principal, 0),
+      action: String(facts.action),
+      resource: toCelMap(facts.resource, 0),
+      mcp: toCelMap(facts.mcp, 0),
+    };
+    accessBound.set(facts, bound);
+  }
+  return bound;
 }
 
 function toCelMap(obj: object, depth: number) {
