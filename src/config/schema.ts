@@ -76,6 +76,16 @@ const OidcMappingSchema = z
       .string()
       .regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, 'project names are lowercase letters, digits, _ . -'),
     roles: z.array(z.enum(ROLES)).min(1),
+    /**
+     * Narrows what the mapped callers read (traces, scores), as an API key's `scope`: only these
+     * services and/or traces carrying these labels.
+     */
+    scope: z
+      .strictObject({
+        services: z.array(z.string().min(1)).min(1).optional(),
+        labels: z.record(z.string().min(1), z.string().max(256)).optional(),
+      })
+      .optional(),
   })
   .refine((m) => Object.keys(m.claims).length > 0 || m.groups !== undefined, {
     message: 'a mapping needs claims or groups (one matching every token is refused)',
