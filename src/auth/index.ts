@@ -1,8 +1,9 @@
 /**
  * @module auth
  * API keys, identity-provider (OIDC) tokens, roles → permissions, the principal every request
- * acts as, and the audit trail. Owns key secrets (hashed at rest). Imports core, net (the
- * provider's discovery and keys) and store ports only; never api/.
+ * acts as, the access rules checked after the roles, and the audit trail. Owns key secrets (hashed
+ * at rest). Imports core, cel (the rules), net (the provider's discovery and keys) and store ports
+ * only; never api/.
  */
 export { type AuditLogger, audited } from './audit.js';
 export {
