@@ -249,12 +249,14 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
   const secrets = credentials.key;
   let keptRun: string;
   let keptTrace = '';
+  let ruledOwner = '';
 
   beforeAll(async () => {
     // A real OIDC provider: one client per role, its group mapped to that role in p1.
-    idp = await startTestProvider(
-      ROLES.map((role) => ({ id: `user-${role}`, claims: { groups: [`touchstone-${role}`] } })),
-    );
+    idp = await startTestProvider([
+      ...ROLES.map((role) => ({ id: `user-${role}`, claims: { groups: [`touchstone-${role}`] } })),
+      { id: 'user-ruled', claims: { groups: ['touchstone-owner', 'ruled'] } },
+    ]);
     t = await testApp({
       auth: {
         allow_hosts: ['127.0.0.1'],
@@ -269,6 +271,8 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
             })),
           },
         ],
+        // Every endpoint passes through the rules: an owner in this group is refused everywhere.
+        rules: [{ effect: 'deny', when: '"ruled" in principal.groups' }],
       },
       sources: { allow_hosts: ['127.0.0.1'] },
       traces: { completion_grace: '100ms' },
@@ -279,6 +283,7 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
       ).secret;
       credentials.oidc[role] = await idp.token(`user-${role}`);
     }
+    ruledOwner = await idp.token('user-ruled');
     await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
     await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
     keptRun = (await t.app.runs.create(OPEN_PRINCIPAL, run('kept'), { project: 'p1' })).id;
@@ -358,6 +363,39 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
     expect(checked).toBeGreaterThanOrEqual(10);
   });
 
+  /** The call with its placeholders replaced by resources made for it. */
+  async function prepared(entry: Call): Promise<Call> {
+    let call = entry;
+    if (call.url.includes('REVOKE_ME')) {
+      const victim = await t.app.keys.create(OPEN_PRINCIPAL, {
+        project: 'p1',
+        roles: ['viewer'],
+      });
+      call = { ...call, url: call.url.replace('REVOKE_ME', victim.key.id) };
+    }
+    if (call.url.includes('DROP_ME')) {
+      await t.app.sources.apply(OPEN_PRINCIPAL, source('dropped'), { project: 'p1' });
+      call = { ...call, url: call.url.replace('DROP_ME', 'dropped') };
+    }
+    if (call.url.includes('DELETE_ME')) {
+      await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
+      call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
+    }
+    if (call.url.includes('TRACE_KEPT')) {
+      call = { ...call, url: call.url.replace('TRACE_KEPT', keptTrace) };
+    }
+    if (call.url.includes('RUN_KEPT')) {
+      call = { ...call, url: call.url.replace('RUN_KEPT', keptRun) };
+    }
+    if (call.url.includes('RUN_DROP')) {
+      // A finished run: deletion of pending or running runs is refused for every role.
+      const doomed = await t.app.runs.create(OPEN_PRINCIPAL, run('doomed'), { project: 'p1' });
+      await t.app.runExecutor.drain();
+      call = { ...call, url: call.url.replace('RUN_DROP', doomed.id) };
+    }
+    return call;
+  }
+
   for (const entry of MATRIX) {
     it(`${entry.name}: 401 without or with a bad key`, async () => {
       const none = await send(entry.call);
@@ -369,34 +407,7 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
     for (const [door, role] of DOORS.flatMap((d) => ROLES.map((r) => [d, r] as const))) {
       const allowed = entry.allowed.includes(role);
       it(`${entry.name} as ${role} (${door}): ${allowed ? 'allowed' : '403'}`, async () => {
-        let call = entry.call;
-        if (call.url.includes('REVOKE_ME')) {
-          const victim = await t.app.keys.create(OPEN_PRINCIPAL, {
-            project: 'p1',
-            roles: ['viewer'],
-          });
-          call = { ...call, url: call.url.replace('REVOKE_ME', victim.key.id) };
-        }
-        if (call.url.includes('DROP_ME')) {
-          await t.app.sources.apply(OPEN_PRINCIPAL, source('dropped'), { project: 'p1' });
-          call = { ...call, url: call.url.replace('DROP_ME', 'dropped') };
-        }
-        if (call.url.includes('DELETE_ME')) {
-          await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
-          call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
-        }
-        if (call.url.includes('TRACE_KEPT')) {
-          call = { ...call, url: call.url.replace('TRACE_KEPT', keptTrace) };
-        }
-        if (call.url.includes('RUN_KEPT')) {
-          call = { ...call, url: call.url.replace('RUN_KEPT', keptRun) };
-        }
-        if (call.url.includes('RUN_DROP')) {
-          // A finished run: deletion of pending or running runs is refused for every role.
-          const doomed = await t.app.runs.create(OPEN_PRINCIPAL, run('doomed'), { project: 'p1' });
-          await t.app.runExecutor.drain();
-          call = { ...call, url: call.url.replace('RUN_DROP', doomed.id) };
-        }
+        const call = await prepared(entry.call);
         const res = await send(call, credentials[door][role]);
         if (allowed) {
           expect(res.statusCode).toBe(200);
@@ -406,6 +417,12 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
         }
       });
     }
+
+    it(`${entry.name} as owner held by a deny rule (oidc): 403 by the rule`, async () => {
+      const res = await send(await prepared(entry.call), ruledOwner);
+      expect(res.statusCode).toBe(403);
+      expect(res.json().error.code).toBe('AUTH_DENIED_BY_RULE');
+    });
   }
 
   it('a key acts only on its own project', async () => {

@@ -19,6 +19,7 @@ const CLIENTS = [
   { id: 'alice', claims: { email: 'alice@example.com', groups: ['team-agents', 'staff'] } },
   { id: 'bob', claims: { groups: ['staff'] } },
   { id: 'carol', claims: { groups: ['contractors'] } },
+  { id: 'sam', claims: { groups: ['support'] } },
   // A workflow identity as GitHub Actions issues it: repository and ref claims.
   {
     id: 'ci',
@@ -41,6 +42,12 @@ function oidcConfig(issuer: string, extra: Record<string, unknown> = {}) {
               roles: ['ingest'],
             },
             { groups: ['team-agents'], project: 'agents', roles: ['editor'] },
+            {
+              groups: ['support'],
+              project: 'agents',
+              roles: ['viewer'],
+              scope: { services: ['chat'] },
+            },
             { groups: ['staff'], project: 'agents', roles: ['viewer'] },
           ],
         },
@@ -166,6 +173,47 @@ describe('OIDC bearer tokens from a real provider', () => {
         })
       ).statusCode,
     ).toBe(403);
+  });
+
+  it("a mapping's scope narrows what its tokens read, as an API key's does", async () => {
+    const ids: string[] = [];
+    for (const service of ['chat', 'agent']) {
+      const spans = recordSpans({ 'service.name': service }, (tracer) => {
+        ids.push(agentTrace(tracer, { fail: false }));
+      });
+      const sent = await t.app.server.inject({
+        method: 'POST',
+        url: '/v1/traces',
+        payload: jsonBody(spans),
+        headers: { 'content-type': 'application/json', ...bearer(await idp.token('ci')) },
+      });
+      expect(sent.statusCode).toBe(200);
+    }
+    for (let i = 0; i < 100; i++) {
+      const stored = await Promise.all(ids.map((id) => t.app.store.traces.get('agents', id)));
+      if (stored.every((x) => x !== undefined)) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await t.app.completer.tick();
+    }
+    const listed = async (client: string) => {
+      const res = await t.app.server.inject({
+        method: 'GET',
+        url: '/v1alpha1/traces?page_size=1000',
+        headers: bearer(await idp.token(client)),
+      });
+      expect(res.statusCode).toBe(200);
+      return (res.json().traces as { traceId: string; service: string }[]).filter((x) =>
+        ids.includes(x.traceId),
+      );
+    };
+    expect((await listed('sam')).map((x) => x.service)).toEqual(['chat']);
+    expect((await listed('bob')).map((x) => x.service).sort()).toEqual(['agent', 'chat']);
+    const hidden = await t.app.server.inject({
+      method: 'GET',
+      url: `/v1alpha1/traces/${ids[1]}`,
+      headers: bearer(await idp.token('sam')),
+    });
+    expect(hidden.statusCode).toBe(404);
   });
 
   it('the Connect RPC door takes the same tokens', async () => {

@@ -2,6 +2,7 @@ import { AuthErrors } from './error-codes.js';
 import { type KeyService, SECRET_PREFIX } from './keys.js';
 import { MAX_TOKEN_BYTES, OidcVerifier } from './oidc.js';
 import type { Principal } from './principal.js';
+import type { AccessRules } from './rules.js';
 
 export interface BearerAuthenticatorDeps {
   keys: KeyService;
@@ -9,6 +10,8 @@ export interface BearerAuthenticatorDeps {
   oidc?: OidcVerifier;
   /** `auth.api_keys`: false refuses API keys (identity-provider tokens only). */
   apiKeys: boolean;
+  /** `auth.rules`, held by every principal this authenticates. */
+  rules?: AccessRules;
 }
 
 /**
@@ -19,6 +22,12 @@ export class BearerAuthenticator {
   constructor(private readonly deps: BearerAuthenticatorDeps) {}
 
   async authenticate(bearer: string): Promise<Principal> {
+    const principal = await this.resolve(bearer);
+    const { rules } = this.deps;
+    return rules === undefined || rules.size === 0 ? principal : { ...principal, rules };
+  }
+
+  private async resolve(bearer: string): Promise<Principal> {
     const { oidc } = this.deps;
     if (bearer.startsWith(`${SECRET_PREFIX}_`) || oidc === undefined) {
       if (!this.deps.apiKeys) {

@@ -9,6 +9,10 @@ export const AuthErrors = defineErrors({
     kind: 'permission_denied',
     doc: "The caller's roles do not grant the permission the operation needs, or the key belongs to another project.",
   },
+  AUTH_DENIED_BY_RULE: {
+    kind: 'permission_denied',
+    doc: 'The roles grant the permission but an access rule (`auth.rules`) does not: a deny rule matches (the message names its index), no allow rule matches while allow rules are configured, or a rule could not be evaluated (rules fail closed).',
+  },
   OIDC_TOKEN_REFUSED: {
     kind: 'unauthenticated',
     doc: 'An identity-provider token was refused: too long, malformed, from an issuer not in `auth.oidc`, expired or not yet valid, for another audience, signed with an unknown key or a refused algorithm, or with a signature that does not verify. The message says which.',

@@ -4,6 +4,7 @@ import { createHttpClient, createOutboundGuard, type ProxySettings } from '../ne
 import { BearerAuthenticator } from './bearer.js';
 import type { KeyService } from './keys.js';
 import { OidcVerifier } from './oidc.js';
+import { AccessRules } from './rules.js';
 
 /**
  * The bearer authenticator as configured. Providers are fetched under the outbound rules of
@@ -15,9 +16,10 @@ export function createBearerAuthenticator(
   deps: { keys: KeyService; clock: Clock; proxy: ProxySettings },
 ): { bearer: BearerAuthenticator; close(): Promise<void> } {
   const auth = config.auth;
+  const rules = AccessRules.compile(auth?.rules ?? []);
   if (auth === undefined || auth.oidc.length === 0) {
     return {
-      bearer: new BearerAuthenticator({ keys: deps.keys, apiKeys: auth?.api_keys ?? true }),
+      bearer: new BearerAuthenticator({ keys: deps.keys, apiKeys: auth?.api_keys ?? true, rules }),
       close: async () => {},
     };
   }
@@ -45,7 +47,7 @@ export function createBearerAuthenticator(
     timeoutMs: auth.oidc_timeout,
   });
   return {
-    bearer: new BearerAuthenticator({ keys: deps.keys, oidc, apiKeys: auth.api_keys }),
+    bearer: new BearerAuthenticator({ keys: deps.keys, oidc, apiKeys: auth.api_keys, rules }),
     close: () => http.close(),
   };
 }

@@ -1,8 +1,9 @@
 /**
  * @module auth
  * API keys, identity-provider (OIDC) tokens, roles → permissions, the principal every request
- * acts as, and the audit trail. Owns key secrets (hashed at rest). Imports core, net (the
- * provider's discovery and keys) and store ports only; never api/.
+ * acts as, the access rules checked after the roles, and the audit trail. Owns key secrets (hashed
+ * at rest). Imports core, cel (the rules), net (the provider's discovery and keys) and store ports
+ * only; never api/.
  */
 export { type AuditLogger, audited } from './audit.js';
 export {
@@ -40,6 +41,8 @@ export {
   OPEN_PRINCIPAL,
   type Principal,
   principalId,
+  type ResourceFacts,
+  type RuleCheck,
 } from './principal.js';
 export {
   highestRole,
@@ -50,3 +53,4 @@ export {
   ROLES,
   type Role,
 } from './roles.js';
+export { type AccessRuleConfig, AccessRules } from './rules.js';

@@ -13,6 +13,13 @@ const issuer: OidcIssuer = {
     },
     { claims: { amr: 'mfa' }, groups: ['admins'], project: 'ops', roles: ['admin'] },
     { claims: {}, groups: ['readers'], project: 'ops', roles: ['viewer'] },
+    {
+      claims: {},
+      groups: ['support'],
+      project: 'ops',
+      roles: ['viewer'],
+      scope: { services: ['chat'], labels: { tier: 'free' } },
+    },
   ],
 };
 
@@ -52,5 +59,11 @@ describe('claims → project and roles', () => {
     expect(p.email).toBeUndefined();
     expect(p.permissions.has('traces.read')).toBe(true);
     expect(p.permissions.has('policies.write')).toBe(false);
+  });
+
+  it("a mapping's scope narrows the principal's reads as an API key's does", () => {
+    const p = mapClaims(issuer, { sub: 'sam', roles: ['support'] });
+    expect(p.scope).toEqual({ services: ['chat'], labels: { tier: 'free' } });
+    expect(mapClaims(issuer, { sub: 'rae', roles: ['readers'] }).scope).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import type { JWTPayload } from 'jose';
+import type { KeyScope } from '../store/index.js';
 import { AuthErrors } from './error-codes.js';
 import type { Principal } from './principal.js';
 import { permissionsOf, type Role } from './roles.js';
@@ -11,6 +12,8 @@ export interface OidcMapping {
   groups?: readonly string[];
   project: string;
   roles: readonly Role[];
+  /** Narrows `traces.read` as an API key's scope does. */
+  scope?: Readonly<KeyScope>;
 }
 
 export interface OidcIssuer {
@@ -46,6 +49,7 @@ export function mapClaims(issuer: OidcIssuer, claims: JWTPayload): Principal {
     roles: mapping.roles,
     labels: {},
     permissions: permissionsOf(mapping.roles),
+    ...(mapping.scope === undefined ? {} : { scope: mapping.scope }),
   };
 }
 

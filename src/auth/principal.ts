@@ -26,6 +26,25 @@ export interface Principal {
   permissions: ReadonlySet<Permission>;
   /** Narrows `traces.read`: only these services and/or traces carrying these labels. */
   scope?: KeyScope;
+  /** `auth.rules`, checked by `authorize` after the roles (set on every authenticated caller). */
+  rules?: RuleCheck;
+}
+
+/**
+ * What a call acts on, as far as it is known when the permission is checked: the named resource
+ * of a route (`webhook`, `source`, `policy`) and the labels or service a request names.
+ */
+export interface ResourceFacts {
+  webhook?: { name: string };
+  source?: { name: string };
+  policy?: { name: string };
+  labels?: Readonly<Record<string, string>>;
+  service?: string;
+}
+
+/** The access rules (rules.ts): throws when they refuse a call the roles grant. */
+export interface RuleCheck {
+  check(principal: Principal, action: Permission, project: string, resource?: ResourceFacts): void;
 }
 
 export const DEFAULT_PROJECT = 'default';
@@ -82,9 +101,15 @@ export function grantFilter(
 
 /**
  * Checks a permission and settles which project the operation acts on: the one the request names,
- * else the key's own, else `default`. Returns that project.
+ * else the key's own, else `default`. Then the access rules, over that project and what the call
+ * names of the resource. Returns that project.
  */
-export function authorize(principal: Principal, permission: Permission, project?: string): string {
+export function authorize(
+  principal: Principal,
+  permission: Permission,
+  project?: string,
+  resource?: ResourceFacts,
+): string {
   if (!principal.permissions.has(permission)) {
     throw AuthErrors.PERMISSION_DENIED(`this operation needs permission ${permission}`);
   }
@@ -94,6 +119,7 @@ export function authorize(principal: Principal, permission: Permission, project?
       `the key belongs to project "${principal.project}", not "${target}"`,
     );
   }
+  principal.rules?.check(principal, permission, target, resource);
   return target;
 }
 

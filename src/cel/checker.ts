@@ -21,7 +21,7 @@ import {
 } from './declarations.js';
 import { compileRegex } from './env.js';
 import {
-  type CelKind,
+  type CheckKind,
   INT64_MAX,
   INT64_MIN,
   MAX_MACRO_NESTING,
@@ -44,7 +44,7 @@ export class Checker {
   private tooDeep = false;
 
   constructor(
-    private readonly kind: CelKind,
+    private readonly kind: CheckKind,
     private readonly positions: Readonly<Record<string, number>>,
   ) {}
 

@@ -14,12 +14,15 @@ import { show } from './declarations.js';
 import { meteredEnvs } from './env.js';
 import { CelErrors } from './error-codes.js';
 import { estimateCost } from './estimate.js';
-import { type Bindings, bindingsFor } from './facts.js';
+import { accessBindings, type Bindings, bindingsFor } from './facts.js';
 import { meterMacros } from './macro-meter.js';
 import { deepBracket, lineColumn, syntaxProblem } from './syntax.js';
 import {
   type CelKind,
+  type CheckKind,
+  type CompiledAccessRule,
   type CompiledExpression,
+  type EvaluationResult,
   MAX_BRACKET_DEPTH,
   MAX_EXPRESSION_LENGTH,
 } from './types.js';
@@ -53,20 +56,38 @@ export function compileExpression(
   path: string,
   options: CompileOptions = {},
 ): CompiledExpression {
+  return guarded(path, () => compile(source, kind, path, options));
+}
+
+/**
+ * Compiles an access rule (`auth.rules[i].when`) over `principal`, `action`, `resource` and `mcp`
+ * with the limits, type check and cost estimate of every expression; throws POLICY_CEL_INVALID
+ * naming `path` as compileExpression does.
+ */
+export function compileAccessRule(source: string, path: string): CompiledAccessRule {
+  return guarded(path, () => {
+    const planned = prepare(source, 'access', path, {});
+    return { evaluate: (facts) => truth(planned, () => accessBindings(facts)) };
+  });
+}
+
+function guarded<T>(path: string, fn: () => T): T {
   try {
-    return compile(source, kind, path, options);
+    return fn();
   } catch (err) {
     if (isTouchstoneError(err)) throw err;
     return invalid(path, ['line 1, column 1: expression could not be compiled']);
   }
 }
 
-function compile(
-  source: string,
-  kind: CelKind,
-  path: string,
-  options: CompileOptions,
-): CompiledExpression {
+interface Planned {
+  run: ReturnType<typeof plan>;
+  /** Where an evaluation error happened (`line 1, column 5: `), or '' when unknown. */
+  where: (err: CelError) => string;
+}
+
+/** Limits, parse, type check, cost estimate (unless `stored`) and plan. */
+function prepare(source: string, kind: CheckKind, path: string, options: CompileOptions): Planned {
   if (typeof source !== 'string') invalid(path, ['line 1, column 1: expression must be a string']);
   if (source.length > MAX_EXPRESSION_LENGTH) {
     invalid(path, [
@@ -114,6 +135,17 @@ function compile(
     const offset = err.exprId === undefined ? undefined : located[err.exprId.toString()];
     return offset === undefined ? '' : `${lineColumn(source, offset)}: `;
   };
+  return { run, where };
+}
+
+function compile(
+  source: string,
+  kind: CelKind,
+  path: string,
+  options: CompileOptions,
+): CompiledExpression {
+  const planned = prepare(source, kind, path, options);
+  const { run, where } = planned;
   return {
     source,
     kind,
@@ -121,16 +153,9 @@ function compile(
       if (kind === 'override') {
         return failed('an override gives a value, not a bool: use evaluateValue');
       }
-      try {
-        const bindings = bindingsFor(facts, kind === 'when' ? (scores ?? NO_SCORES) : undefined);
-        const value = metered(run, bindings);
-        if (value === OVER_BUDGET) return COST_FAILURE;
-        if (isCelError(value)) return failed(where(value) + safeMessage(value));
-        if (typeof value === 'boolean') return { ok: true, value };
-        return failed('expression did not evaluate to a bool');
-      } catch {
-        return failed('evaluation failed');
-      }
+      return truth(planned, () =>
+        bindingsFor(facts, kind === 'when' ? (scores ?? NO_SCORES) : undefined),
+      );
     },
     evaluateValue(facts, text) {
       if (kind !== 'override') return failed(`a ${kind} gives a bool, not a value: use evaluate`);
@@ -152,6 +177,19 @@ function compile(
       }
     },
   };
+}
+
+/** A bool expression's value under the budget; never throws. */
+function truth({ run, where }: Planned, bindings: () => Bindings): EvaluationResult {
+  try {
+    const value = metered(run, bindings());
+    if (value === OVER_BUDGET) return COST_FAILURE;
+    if (isCelError(value)) return failed(where(value) + safeMessage(value));
+    if (typeof value === 'boolean') return { ok: true, value };
+    return failed('expression did not evaluate to a bool');
+  } catch {
+    return failed('evaluation failed');
+  }
 }
 
 const COST_FAILURE = Object.freeze({

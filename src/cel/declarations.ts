@@ -4,8 +4,14 @@
  * operators' spellings.
  */
 import type { CelType } from '@bufbuild/cel';
-import { envs, OVERRIDE_VARIABLES, SELECTOR_VARIABLES, WHEN_VARIABLES } from './env.js';
-import type { CelKind } from './types.js';
+import {
+  ACCESS_VARIABLES,
+  envs,
+  OVERRIDE_VARIABLES,
+  SELECTOR_VARIABLES,
+  WHEN_VARIABLES,
+} from './env.js';
+import type { CheckKind } from './types.js';
 
 export type Ty =
   | {
@@ -123,10 +129,11 @@ export const OVERLOADS = (() => {
   return out;
 })();
 
-export const VARIABLE_TYPES: Record<CelKind, ReadonlyMap<string, Ty>> = {
+export const VARIABLE_TYPES: Record<CheckKind, ReadonlyMap<string, Ty>> = {
   selector: new Map(Object.entries(SELECTOR_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
   when: new Map(Object.entries(WHEN_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
   override: new Map(Object.entries(OVERRIDE_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
+  access: new Map(Object.entries(ACCESS_VARIABLES).map(([k, t]) => [k, fromCel(t)])),
 };
 
 /** Identifiers that name types (`type(x) == string`). */

@@ -7,7 +7,7 @@ import { strings } from '@bufbuild/cel/ext';
 import RE2 from 're2';
 import { BOUNDED_FUNCS } from './bounded-funcs.js';
 import { meteredEnv } from './metered-env.js';
-import type { CelKind } from './types.js';
+import type { CheckKind } from './types.js';
 
 const { BOOL, INT, DOUBLE, STRING, DYN } = CelScalar;
 
@@ -30,6 +30,14 @@ export const WHEN_VARIABLES = { ...SELECTOR_VARIABLES, scores: mapType(STRING, D
 
 export const OVERRIDE_VARIABLES = { ...SELECTOR_VARIABLES, input: STRING, output: STRING } as const;
 
+/** `auth.rules`: who calls (`principal`), what for (`action`), on what (`resource`), and `mcp`. */
+export const ACCESS_VARIABLES = {
+  principal: mapType(STRING, DYN),
+  action: STRING,
+  resource: mapType(STRING, DYN),
+  mcp: mapType(STRING, DYN),
+} as const;
+
 const REGEX_CACHE_SIZE = 256;
 const regexCache = new Map<string, RE2>();
 
@@ -51,15 +59,17 @@ export function compileRegex(pattern: string): RE2 {
 
 const re2 = { compile: (pattern: string) => compileRegex(pattern) };
 
-export const envs: Record<CelKind, CelEnv> = {
+export const envs: Record<CheckKind, CelEnv> = {
   selector: celEnv({ variables: SELECTOR_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
   when: celEnv({ variables: WHEN_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
   override: celEnv({ variables: OVERRIDE_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
+  access: celEnv({ variables: ACCESS_VARIABLES, funcs: [...strings, ...BOUNDED_FUNCS], re2 }),
 };
 
 /** What expressions are planned with: the same environments, every function call charged. */
-export const meteredEnvs: Record<CelKind, CelEnv> = {
+export const meteredEnvs: Record<CheckKind, CelEnv> = {
   selector: meteredEnv(envs.selector),
   when: meteredEnv(envs.when),
   override: meteredEnv(envs.override),
+  access: meteredEnv(envs.access),
 };

@@ -4,7 +4,13 @@
  */
 import { type CelInput, celList, celMap } from '@bufbuild/cel';
 import type { EvalRecord, TraceRoot, TraceSummary } from '../core/index.js';
-import { INT64_MAX, INT64_MIN, type OverrideInputs, type TraceFacts } from './types.js';
+import {
+  type AccessFacts,
+  INT64_MAX,
+  INT64_MIN,
+  type OverrideInputs,
+  type TraceFacts,
+} from './types.js';
 
 /** What `traceFacts` reads from a stored trace. */
 export type TraceFactsSummary = Pick<
@@ -160,6 +166,26 @@ export function bindingsFor(
   if (scores !== undefined) base.useScores(scores);
   if (text !== undefined) base.useText(text);
   return base as unknown as Bindings;
+}
+
+const accessBound = new WeakMap<AccessFacts, Bindings>();
+
+/**
+ * An access rule's variables, converted as attribute values are: once per facts object, which
+ * every rule of one call shares.
+ */
+export function accessBindings(facts: AccessFacts): Bindings {
+  let bound = accessBound.get(facts);
+  if (bound === undefined) {
+    bound = {
+      principal: toCelMap(facts.principal, 0),
+      action: String(facts.action),
+      resource: toCelMap(facts.resource, 0),
+      mcp: toCelMap(facts.mcp, 0),
+    };
+    accessBound.set(facts, bound);
+  }
+  return bound;
 }
 
 function toCelMap(obj: object, depth: number) {

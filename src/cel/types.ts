@@ -50,6 +50,26 @@ export interface TraceFacts {
  */
 export type CelKind = 'selector' | 'when' | 'override';
 
+/** What the type check and the environments know: the trace kinds, and `access` for `auth.rules`. */
+export type CheckKind = CelKind | 'access';
+
+/**
+ * The variables an access rule (`auth.rules[i].when`) sees: plain JSON-like values, converted as
+ * attribute values are. Every key a rule may read is present (empty when it does not apply), so a
+ * rule reads `resource.webhook.name` on any call without a missing-key error.
+ */
+export interface AccessFacts {
+  readonly principal: Readonly<Record<string, unknown>>;
+  readonly action: string;
+  readonly resource: Readonly<Record<string, unknown>>;
+  readonly mcp: Readonly<Record<string, unknown>>;
+}
+
+/** A compiled access rule: true or false, or `ok: false` when evaluation failed. Never throws. */
+export interface CompiledAccessRule {
+  evaluate(facts: AccessFacts): EvaluationResult;
+}
+
 /**
  * Why an evaluation failed: `cost` when it ran out of its budget (MAX_EVALUATION_COST), `error`
  * otherwise (a missing key, a type mismatch, a result of the wrong type).

@@ -4,7 +4,8 @@ export const DEFAULTS = {
   dataDir: './.touchstone',
   shutdownTimeout: '10s',
   store: { poolSize: 10 },
-  auth: { oidcTimeout: '5s' },
+  /** `maxRules`: `auth.rules` are all evaluated on every call, so their number is capped. */
+  auth: { oidcTimeout: '5s', maxRules: 64 },
   audit: { retention: '2160h' },
   limits: {
     maxBodyBytes: 16 * 1024 * 1024,

@@ -148,6 +148,7 @@ describe('config loading', () => {
       oidc: [],
       allow_hosts: [],
       oidc_timeout: 5_000,
+      rules: [],
     });
   });
 

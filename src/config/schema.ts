@@ -76,6 +76,16 @@ const OidcMappingSchema = z
       .string()
       .regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/, 'project names are lowercase letters, digits, _ . -'),
     roles: z.array(z.enum(ROLES)).min(1),
+    /**
+     * Narrows what the mapped callers read (traces, scores), as an API key's `scope`: only these
+     * services and/or traces carrying these labels.
+     */
+    scope: z
+      .strictObject({
+        services: z.array(z.string().min(1)).min(1).optional(),
+        labels: z.record(z.string().min(1), z.string().max(256)).optional(),
+      })
+      .optional(),
   })
   .refine((m) => Object.keys(m.claims).length > 0 || m.groups !== undefined, {
     message: 'a mapping needs claims or groups (one matching every token is refused)',
@@ -222,6 +232,20 @@ export const ConfigSchema = z
         allow_hosts: z.array(HostPatternSchema).default([]),
         /** Deadline of one discovery or JWKS request to a provider. */
         oidc_timeout: durationMs.prefault(DEFAULTS.auth.oidcTimeout),
+        /**
+         * Access rules checked after the roles on every call: CEL over `principal`, `action`,
+         * `resource` and `mcp`; deny wins, and allow rules never grant what roles do not
+         * (docs/identity.md). Compiled at startup.
+         */
+        rules: z
+          .array(
+            z.strictObject({
+              effect: z.enum(['allow', 'deny']),
+              when: z.string().min(1),
+            }),
+          )
+          .max(DEFAULTS.auth.maxRules)
+          .default([]),
       })
       .optional(),
     /** The audit trail of writes and denials (docs/identity.md). */

@@ -30,7 +30,12 @@ export class TraceQueries {
     filter: Omit<TraceFilter, 'services'>,
     page: PageRequest,
   ): Promise<Page<StoredTrace>> {
-    const project = authorize(principal, 'traces.read', filter.project);
+    const project = authorize(
+      principal,
+      'traces.read',
+      filter.project,
+      filter.labels === undefined ? undefined : { labels: filter.labels },
+    );
     // A filter that contradicts the grant matches nothing the caller may see.
     const grant = grantFilter(principal, filter.labels);
     if (grant === undefined) return { items: [] };

@@ -1,4 +1,10 @@
-import { type AuditLogger, audited, authorize, type Principal } from '../auth/index.js';
+import {
+  type AuditLogger,
+  audited,
+  authorize,
+  type Principal,
+  type ResourceFacts,
+} from '../auth/index.js';
 import type { Clock, ErrorOptions } from '../core/index.js';
 import type { NamedRecord, Page, PageRequest, ResourceRows } from '../store/index.js';
 import type { ResourceDescriptor } from './descriptor.js';
@@ -72,7 +78,12 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
     const parsed = await this.parse(input);
     const requested = parsed.project ?? options.project;
     const check = async () => {
-      const project = authorize(caller, this.resource.access.write, requested);
+      const project = authorize(
+        caller,
+        this.resource.access.write,
+        requested,
+        this.named(parsed.name),
+      );
       await this.check(parsed, project, input);
       return project;
     };
@@ -118,10 +129,15 @@ export abstract class ResourceService<P extends ParsedResource, R extends NamedR
     project: string | undefined,
     name: string,
   ): Promise<R> {
-    const p = authorize(caller, this.resource.access[access], project);
+    const p = authorize(caller, this.resource.access[access], project, this.named(name));
     const record = await this.rows.get(p, name);
     if (record === undefined) throw this.notFound(p, name);
     return record;
+  }
+
+  /** The resource a call names, as access rules see it (`resource.webhook.name`). */
+  protected named(name: string): ResourceFacts {
+    return { [this.resource.singular]: { name } };
   }
 
   /** Runs a write audited as `<plural>.<verb>` on the named resource. */

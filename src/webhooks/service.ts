@@ -128,7 +128,7 @@ export class WebhookService extends ResourceService<
   /** Queues a `ping` delivery to the webhook (sent like any other) and wakes the dispatcher. */
   async test(caller: Principal, project: string | undefined, name: string): Promise<DeliveryView> {
     return this.audited(caller, 'test', project, name, async () => {
-      const p = authorize(caller, 'webhooks.write', project);
+      const p = authorize(caller, 'webhooks.write', project, this.named(name));
       const ping = await this.deps.store.withTransaction(async (tx) => {
         const webhook = await tx.webhooks.get(p, name);
         if (webhook === undefined) throw notFound(p, name);
