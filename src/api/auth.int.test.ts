@@ -21,8 +21,91 @@ import { OPERATIONS, openApiDocument } from './openapi.js';
 
 type Call = { method: 'GET' | 'POST' | 'DELETE'; url: string; body?: unknown };
 
-/** Every authenticated endpoint, with the roles that may call it. */
-const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
+/**
+ * How an endpoint reads traces, for the scope dimension: `item` reads one trace by id (a caller
+ * whose scope excludes it gets 404), `list` lists traces or what hangs off them (it is left out).
+ */
+type Reads = 'item' | 'list';
+
+/** Every authenticated endpoint (a test checks none is missing), with the roles that may call it. */
+const MATRIX: { name: string; call: Call; allowed: Role[]; reads?: Reads }[] = [
+  {
+    name: 'whoami',
+    call: { method: 'GET', url: '/v1alpha1/whoami' },
+    allowed: ['viewer', 'ingest', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'OTLP traces',
+    call: { method: 'POST', url: '/v1/traces', body: { resourceSpans: [] } },
+    allowed: ['ingest', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'OTLP logs',
+    call: { method: 'POST', url: '/v1/logs', body: { resourceLogs: [] } },
+    allowed: ['ingest', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'get trace',
+    call: { method: 'GET', url: '/v1alpha1/traces/TRACE_KEPT' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+    reads: 'item',
+  },
+  {
+    name: 'trace trajectory',
+    call: { method: 'GET', url: '/v1alpha1/traces/TRACE_KEPT/trajectory' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+    reads: 'item',
+  },
+  {
+    name: 'aggregate scores',
+    call: { method: 'GET', url: '/v1alpha1/scores:aggregate' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'apply webhook',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/webhooks',
+      body: { name: 'applied-hook', url: 'https://example.com/hook' },
+    },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'list webhooks',
+    call: { method: 'GET', url: '/v1alpha1/webhooks' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'get webhook',
+    call: { method: 'GET', url: '/v1alpha1/webhooks/hook' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'test webhook',
+    call: { method: 'POST', url: '/v1alpha1/webhooks/hook:test' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'webhook deliveries',
+    call: { method: 'GET', url: '/v1alpha1/webhooks/hook/deliveries' },
+    allowed: ['admin', 'owner'],
+    reads: 'list',
+  },
+  {
+    name: 'delete webhook',
+    call: { method: 'DELETE', url: '/v1alpha1/webhooks/DROP_HOOK' },
+    allowed: ['admin', 'owner'],
+  },
+  {
+    name: 'list datasets',
+    call: { method: 'GET', url: '/v1alpha1/datasets' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'dataset records',
+    call: { method: 'GET', url: '/v1alpha1/datasets/kept/records' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
   {
     name: 'create key',
     call: { method: 'POST', url: '/v1alpha1/keys', body: { project: 'p1', roles: ['viewer'] } },
@@ -96,6 +179,7 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     name: 'list scores',
     call: { method: 'GET', url: '/v1alpha1/scores' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
+    reads: 'list',
   },
   {
     name: 'validate source',
@@ -145,11 +229,13 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
     name: 'list traces',
     call: { method: 'GET', url: '/v1alpha1/traces' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
+    reads: 'list',
   },
   {
     name: 'trace scores',
     call: { method: 'GET', url: '/v1alpha1/traces/TRACE_KEPT/scores' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
+    reads: 'item',
   },
   {
     name: 'annotate trace',
@@ -159,6 +245,7 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
       body: { name: 'correct', passed: true, comment: 'checked by hand' },
     },
     allowed: ['editor', 'admin', 'owner'],
+    reads: 'item',
   },
   {
     name: 'create run',
@@ -202,6 +289,17 @@ const MATRIX: { name: string; call: Call; allowed: Role[] }[] = [
   },
 ];
 
+/**
+ * The error code of a refusal: REST and Connect bodies name it; an OTLP door answers a
+ * google.rpc.Status (gRPC code and message), from which it is told apart.
+ */
+function errorCode(res: { json(): unknown }): string {
+  const body = res.json() as { error?: { code: string }; code?: number; message?: string };
+  if (body.error !== undefined) return body.error.code;
+  if (body.code === 16) return 'UNAUTHENTICATED';
+  return body.message?.includes('auth.rules') ? 'AUTH_DENIED_BY_RULE' : 'PERMISSION_DENIED';
+}
+
 /** The catalogue's operation a call reaches (path parameters match one segment, verbs included). */
 function operationOf(call: Call) {
   const path = call.url.split('?')[0] as string;
@@ -241,6 +339,13 @@ function policy(name: string) {
 /** The two kinds of credential every endpoint × role pair is tried with. */
 const DOORS = ['key', 'oidc'] as const;
 
+/** Read scopes that hold the kept trace (its service is `agent`) or do not. */
+type Side = 'in' | 'out';
+const SCOPES: Record<Side, { services: string[] }> = {
+  in: { services: ['agent'] },
+  out: { services: ['elsewhere'] },
+};
+
 describe('API keys, identity-provider tokens and roles (auth section present)', () => {
   let t: TestApp;
   let idp: TestProvider;
@@ -250,12 +355,18 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
   let keptRun: string;
   let keptTrace = '';
   let ruledOwner = '';
+  let noAgentOwner = '';
+  /** Per door: an admin of p1 whose scope holds the kept trace's service (`in`) or not (`out`). */
+  const scoped = { key: {}, oidc: {} } as Record<(typeof DOORS)[number], Record<Side, string>>;
 
   beforeAll(async () => {
     // A real OIDC provider: one client per role, its group mapped to that role in p1.
     idp = await startTestProvider([
       ...ROLES.map((role) => ({ id: `user-${role}`, claims: { groups: [`touchstone-${role}`] } })),
       { id: 'user-ruled', claims: { groups: ['touchstone-owner', 'ruled'] } },
+      { id: 'scoped-out', claims: { groups: ['scoped-out'] } },
+      { id: 'scoped-in', claims: { groups: ['scoped-in'] } },
+      { id: 'no-agent', claims: { groups: ['touchstone-owner', 'no-agent'] } },
     ]);
     t = await testApp({
       auth: {
@@ -264,15 +375,27 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
           {
             issuer: idp.issuer,
             audiences: [API_AUDIENCE],
-            mappings: ROLES.map((role) => ({
-              groups: [`touchstone-${role}`],
-              project: 'p1',
-              roles: [role],
-            })),
+            mappings: [
+              ...ROLES.map((role) => ({
+                groups: [`touchstone-${role}`],
+                project: 'p1',
+                roles: [role],
+              })),
+              ...(['in', 'out'] as const).map((side) => ({
+                groups: [`scoped-${side}`],
+                project: 'p1',
+                roles: ['admin' as const],
+                scope: SCOPES[side],
+              })),
+            ],
           },
         ],
         // Every endpoint passes through the rules: an owner in this group is refused everywhere.
-        rules: [{ effect: 'deny', when: '"ruled" in principal.groups' }],
+        rules: [
+          { effect: 'deny', when: '"ruled" in principal.groups' },
+          // Rules see the service of the trace a call reads by id.
+          { effect: 'deny', when: '"no-agent" in principal.groups && resource.service == "agent"' },
+        ],
       },
       sources: { allow_hosts: ['127.0.0.1'] },
       traces: { completion_grace: '100ms' },
@@ -284,11 +407,36 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
       credentials.oidc[role] = await idp.token(`user-${role}`);
     }
     ruledOwner = await idp.token('user-ruled');
+    noAgentOwner = await idp.token('no-agent');
+    for (const side of ['in', 'out'] as const) {
+      const key = { project: 'p1', roles: ['admin' as const], scope: SCOPES[side] };
+      scoped.key[side] = (await t.app.keys.create(OPEN_PRINCIPAL, key)).secret;
+      scoped.oidc[side] = await idp.token(`scoped-${side}`);
+    }
+    await t.app.webhooks.service.apply(OPEN_PRINCIPAL, {
+      name: 'hook',
+      project: 'p1',
+      url: 'https://example.com/hook',
+      events: ['trace.scored'],
+    });
+    const dataset = {
+      method: 'POST',
+      url: '/v1alpha1/datasets/kept/upload',
+      body: { input: 'q' },
+    } as const;
+    expect((await send(dataset, secrets.owner)).statusCode).toBe(200);
     await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
     await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
     keptRun = (await t.app.runs.create(OPEN_PRINCIPAL, run('kept'), { project: 'p1' })).id;
     await t.app.runExecutor.drain();
     keptTrace = await completedTrace();
+    // An annotation scores the trace: a trace.scored delivery of the kept trace to `hook`.
+    const annotate = {
+      method: 'POST',
+      url: `/v1alpha1/traces/${keptTrace}/annotations`,
+      body: { name: 'ok', passed: true },
+    } as const;
+    expect((await send(annotate, secrets.owner)).statusCode).toBe(200);
   });
   afterAll(async () => {
     await t.close();
@@ -341,10 +489,16 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
     for (const entry of MATRIX) {
       const op = operationOf(entry.call);
       expect(op, entry.name).toBeDefined();
-      const needed = op?.access as Permission;
-      const holders = ROLES.filter((r) => ROLE_PERMISSIONS[r].has(needed));
+      const needed = op?.access as Permission | 'any-key';
+      const holders = ROLES.filter((r) => needed === 'any-key' || ROLE_PERMISSIONS[r].has(needed));
       expect(holders, entry.name).toEqual(entry.allowed);
     }
+  });
+
+  it('names every endpoint that needs a credential', () => {
+    const named = new Set(MATRIX.map((entry) => operationOf(entry.call)));
+    const missing = OPERATIONS.filter((op) => op.access !== 'public' && !named.has(op));
+    expect(missing.map((op) => `${op.method} ${op.path}`)).toEqual([]);
   });
 
   it('the bodies sent here, which the server accepts, match the documented request bodies', () => {
@@ -381,6 +535,14 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
       await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
       call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
     }
+    if (call.url.includes('DROP_HOOK')) {
+      await t.app.webhooks.service.apply(OPEN_PRINCIPAL, {
+        name: 'doomed-hook',
+        project: 'p1',
+        url: 'https://example.com/hook',
+      });
+      call = { ...call, url: call.url.replace('DROP_HOOK', 'doomed-hook') };
+    }
     if (call.url.includes('TRACE_KEPT')) {
       call = { ...call, url: call.url.replace('TRACE_KEPT', keptTrace) };
     }
@@ -400,7 +562,7 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
     it(`${entry.name}: 401 without or with a bad key`, async () => {
       const none = await send(entry.call);
       expect(none.statusCode).toBe(401);
-      expect(none.json().error.code).toBe('UNAUTHENTICATED');
+      expect(errorCode(none)).toBe('UNAUTHENTICATED');
       expect((await send(entry.call, 'tsk_not-a-real-key')).statusCode).toBe(401);
     });
 
@@ -413,16 +575,46 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
           expect(res.statusCode).toBe(200);
         } else {
           expect(res.statusCode).toBe(403);
-          expect(res.json().error.code).toBe('PERMISSION_DENIED');
+          expect(errorCode(res)).toBe('PERMISSION_DENIED');
         }
       });
     }
 
+    // `whoami` answers whoever holds a credential (the UI shows who is signed in), rules or not.
+    if (entry.name === 'whoami') continue;
     it(`${entry.name} as owner held by a deny rule (oidc): 403 by the rule`, async () => {
       const res = await send(await prepared(entry.call), ruledOwner);
       expect(res.statusCode).toBe(403);
-      expect(res.json().error.code).toBe('AUTH_DENIED_BY_RULE');
+      expect(errorCode(res)).toBe('AUTH_DENIED_BY_RULE');
     });
+
+    const reads = entry.reads;
+    if (reads === undefined) continue;
+    it(`${entry.name} under a rule on the service read: ${reads === 'item' ? '403' : 'allowed'}`, async () => {
+      const res = await send(await prepared(entry.call), noAgentOwner);
+      expect(res.statusCode).toBe(reads === 'item' ? 403 : 200);
+      if (reads === 'item') expect(errorCode(res)).toBe('AUTH_DENIED_BY_RULE');
+    });
+
+    for (const door of DOORS) {
+      it(`${entry.name} (${door}) within a scope holding the trace, or not`, async () => {
+        const call = await prepared(entry.call);
+        const inside = await send(call, scoped[door].in);
+        expect(inside.statusCode, inside.body).toBe(200);
+        const outside = await send(call, scoped[door].out);
+        if (reads === 'item') {
+          expect(outside.statusCode).toBe(404);
+          expect(errorCode(outside)).toBe('TRACE_NOT_FOUND');
+          return;
+        }
+        expect(outside.statusCode).toBe(200);
+        expect(outside.body).not.toContain(keptTrace);
+        // Within the scope the answer holds the trace exactly when an unscoped owner's does.
+        const owner = await send(call, secrets.owner);
+        expect(inside.body.includes(keptTrace)).toBe(owner.body.includes(keptTrace));
+        expect(owner.body).toContain(keptTrace);
+      });
+    }
   }
 
   it('a key acts only on its own project', async () => {
@@ -493,7 +685,7 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
       secrets.admin,
     );
     expect(res.statusCode).toBe(403);
-    expect(res.json().error.code).toBe('KEY_ROLE_NOT_ALLOWED');
+    expect(errorCode(res)).toBe('KEY_ROLE_NOT_ALLOWED');
     const owner = await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: ['owner'] });
     const revoke = await send(
       { method: 'DELETE', url: `/v1alpha1/keys/${owner.key.id}` },

@@ -43,6 +43,7 @@ export {
   principalId,
   type ResourceFacts,
   type RuleCheck,
+  readFacts,
 } from './principal.js';
 export {
   highestRole,

@@ -42,6 +42,17 @@ export interface ResourceFacts {
   service?: string;
 }
 
+/** What a read's filter names of the traces it reads (`?service=`, `?labels=`), for the rules. */
+export function readFacts(filter: {
+  service?: string;
+  labels?: Readonly<Record<string, string>>;
+}): ResourceFacts {
+  return {
+    ...(filter.service === undefined ? {} : { service: filter.service }),
+    ...(filter.labels === undefined ? {} : { labels: filter.labels }),
+  };
+}
+
 /** The access rules (rules.ts): throws when they refuse a call the roles grant. */
 export interface RuleCheck {
   check(principal: Principal, action: Permission, project: string, resource?: ResourceFacts): void;

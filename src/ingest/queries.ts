@@ -4,6 +4,7 @@ import {
   DEFAULT_PROJECT,
   grantFilter,
   type Principal,
+  readFacts,
 } from '../auth/index.js';
 import { CoreErrors, type EvalRecord, type Step } from '../core/index.js';
 import type {
@@ -30,12 +31,7 @@ export class TraceQueries {
     filter: Omit<TraceFilter, 'services'>,
     page: PageRequest,
   ): Promise<Page<StoredTrace>> {
-    const project = authorize(
-      principal,
-      'traces.read',
-      filter.project,
-      filter.labels === undefined ? undefined : { labels: filter.labels },
-    );
+    const project = authorize(principal, 'traces.read', filter.project, readFacts(filter));
     // A filter that contradicts the grant matches nothing the caller may see.
     const grant = grantFilter(principal, filter.labels);
     if (grant === undefined) return { items: [] };
@@ -50,12 +46,14 @@ export class TraceQueries {
   /**
    * A trace the caller may see, else TRACE_NOT_FOUND (never "forbidden": existence is not leaked).
    * `id` is a trace id, or the id a trace source's store gives a trace it pulled (MLflow's
-   * `tr-<hex>`, a Langfuse or Phoenix id that is not an OpenTelemetry trace id).
+   * `tr-<hex>`, a Langfuse or Phoenix id that is not an OpenTelemetry trace id). Once the trace
+   * is known, the access rules are checked again for `action` with its service and labels.
    */
   async get(
     principal: Principal,
     project: string | undefined,
     id: string,
+    action: 'traces.read' | 'traces.annotate' = 'traces.read',
   ): Promise<{ trace: StoredTrace; record: EvalRecord }> {
     const target = authorize(principal, 'traces.read', project);
     let found = await this.store.traces.get(target, id.toLowerCase());
@@ -66,6 +64,8 @@ export class TraceQueries {
     if (found === undefined || !coversTrace(principal, found.trace)) {
       throw IngestErrors.TRACE_NOT_FOUND(`no trace ${id} in project "${target}"`);
     }
+    const { service, labels } = found.trace;
+    principal.rules?.check(principal, action, target, { service, labels });
     return found;
   }
 

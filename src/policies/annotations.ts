@@ -89,7 +89,7 @@ export class AnnotationService {
       });
     }
     // The caller's grant decides visibility: a trace it cannot read is not found.
-    const { trace } = await this.deps.traces.get(principal, target, traceId);
+    const { trace } = await this.deps.traces.get(principal, target, traceId, 'traces.annotate');
     const annotator: Annotator = { kind: 'human', principal: principalId(principal) };
     const result = { ...this.toResult(parsed.data), annotator };
     const { store, clock, events } = this.deps;

@@ -1,4 +1,4 @@
-import { authorize, grantFilter, type Principal } from '../auth/index.js';
+import { authorize, grantFilter, type Principal, readFacts } from '../auth/index.js';
 import type { Result } from '../core/index.js';
 import { traceSummaryView } from '../ingest/index.js';
 import type { Page, PageRequest, ScoredTrace, ScoreFilter, Store } from '../store/index.js';
@@ -28,7 +28,7 @@ export class ScoreQueries {
     filter: Omit<ScoreFilter, 'services'>,
     page: PageRequest,
   ): Promise<Page<ScoresEntry>> {
-    const project = authorize(principal, 'traces.read', filter.project);
+    const project = authorize(principal, 'traces.read', filter.project, readFacts(filter));
     const grant = grantFilter(principal, filter.labels);
     if (grant === undefined) return { items: [] };
     const result = await this.store.results.list({ ...filter, project, ...grant }, page);

@@ -1,4 +1,10 @@
-import { type AuditLogger, authorize, grantFilter, type Principal } from '../auth/index.js';
+import {
+  type AuditLogger,
+  authorize,
+  grantFilter,
+  type Principal,
+  readFacts,
+} from '../auth/index.js';
 import { type Clock, CoreErrors, isTouchstoneError, type TouchstoneError } from '../core/index.js';
 import type { EvaluatorRegistry, Judge } from '../evaluators/index.js';
 import type { OutboundGuard } from '../net/index.js';
@@ -162,7 +168,7 @@ export class PolicyService extends ResourceService<
    * window means, alert thresholds and states, and the alert transitions in the range.
    */
   async series(caller: Principal, request: SeriesQuery): Promise<SeriesAnswer> {
-    const project = authorize(caller, 'traces.read', request.project);
+    const project = authorize(caller, 'traces.read', request.project, readFacts(request));
     const until = request.until ?? this.deps.clock.now();
     const query = { ...request, until, since: request.since ?? until - DAY_MS };
     if (query.since >= until) {

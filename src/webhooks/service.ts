@@ -1,4 +1,4 @@
-import { type AuditLogger, authorize, type Principal } from '../auth/index.js';
+import { type AuditLogger, authorize, coversTrace, type Principal } from '../auth/index.js';
 import {
   type Clock,
   describeDetails,
@@ -154,7 +154,28 @@ export class WebhookService extends ResourceService<
   ): Promise<Page<DeliveryView>> {
     const webhook = await this.find(caller, 'read', project, name);
     const result = await this.deps.store.webhooks.listDeliveries(webhook.id, page);
-    return { ...result, items: result.items.map(deliveryView) };
+    const hidden = await this.hiddenTraces(caller, webhook.project, result.items);
+    const items = result.items.filter((d) => d.traceId === undefined || !hidden.has(d.traceId));
+    return { ...result, items: items.map(deliveryView) };
+  }
+
+  /**
+   * The traces of these deliveries a scoped caller may not read: their deliveries are left out
+   * of its pages (which may then hold fewer items), as the traces are left out of its lists.
+   */
+  private async hiddenTraces(
+    caller: Principal,
+    project: string,
+    deliveries: readonly { traceId?: string }[],
+  ): Promise<Set<string>> {
+    const hidden = new Set<string>();
+    if (caller.scope === undefined) return hidden;
+    const ids = new Set(deliveries.flatMap((d) => (d.traceId === undefined ? [] : [d.traceId])));
+    for (const id of ids) {
+      const found = await this.deps.store.traces.get(project, id);
+      if (found === undefined || !coversTrace(caller, found.trace)) hidden.add(id);
+    }
+    return hidden;
   }
 
   /** Unfinished deliveries (PENDING or RETRYING) across all projects, for the queue gauges. */
