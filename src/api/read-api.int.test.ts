@@ -267,6 +267,22 @@ describe.each(storeVariants())('read API on $name', (variant) => {
     ).json();
     expect(prod.series[0].points.map((p: { n: number }) => p.n)).toEqual([1]);
 
+    // A caller with a read scope aggregates only the traces it may read.
+    const points = async (scope: { services?: string[]; labels?: Record<string, string> }) => {
+      const key = await app.keys.create(OPEN_PRINCIPAL, {
+        project: 'shop',
+        roles: ['viewer'],
+        scope,
+      });
+      const res = await call(
+        `/v1alpha1/scores:aggregate?since=${since}&until=${until}`,
+        key.secret,
+      );
+      return res.json().series[0].points.map((p: { n: number; mean: number }) => [p.n, p.mean]);
+    };
+    expect(await points({ services: ['search'] })).toEqual([[2, 1]]);
+    expect(await points({ labels: { tier: 'free' } })).toEqual([[1, 0]]);
+
     const badBucket = await call('/v1alpha1/scores:aggregate?bucket=10s');
     expect(badBucket.statusCode).toBe(400);
     expect(badBucket.json().error.details[0].path).toBe('bucket');
