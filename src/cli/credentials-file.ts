@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
@@ -8,7 +8,7 @@ import { CliExit } from './io.js';
 
 /**
  * The sign-ins of `touchstone login`, one per server URL, in the user's config directory:
- * `credentials.json`, readable by its owner only (file 0600, directory 0700), replaced whole
+ * `credentials.json`, readable by its owner only (file 0600, a new directory 0700), replaced whole
  * (written beside it, then renamed) so a crash never leaves half a file. A token is kept under
  * the server it was obtained for and only ever sent there.
  */
@@ -87,8 +87,9 @@ export function storedSignIn(path: string, server: string): StoredSignIn | undef
 
 function writeFile(path: string, file: CredentialsFile): void {
   const dir = dirname(path);
+  // A directory made here is 0700; one that exists (the user named it) keeps its mode, and the
+  // file itself is 0600 either way.
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
   const temp = join(dir, `.credentials.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     writeFileSync(temp, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' });

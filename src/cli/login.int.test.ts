@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -13,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { startTestProvider, type TestProvider } from '../../test/support/oidc-provider.js';
-import { type CliResult, cliAsync, ENTRY } from '../../test/support/process.js';
+import { type CliResult, cliAsync, startCli } from '../../test/support/process.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 
 /**
@@ -25,43 +24,12 @@ import { OPEN_PRINCIPAL } from '../auth/index.js';
 const CLIENT = 'touchstone-cli';
 const SCOPE = 'openid email groups';
 
-/** A CLI process whose stderr the test reads while it runs (to act on what it prints). */
-function startCli(args: string[], env: Record<string, string>) {
-  const proc = spawn(process.execPath, [...ENTRY, ...args], {
-    env: { ...process.env, TOUCHSTONE_API_KEY: '', TOUCHSTONE_SERVER: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d) => {
-    stdout += d;
-  });
-  proc.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-  const done = new Promise<CliResult>((resolve) =>
-    proc.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    }),
-  );
-  return {
-    done,
-    /** The first match of `pattern` in stderr, once it appears. */
-    async stderrMatch(pattern: RegExp): Promise<RegExpExecArray> {
-      for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-        const m = pattern.exec(stderr);
-        if (m !== null) return m;
-        if (proc.exitCode !== null) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`stderr never matched ${pattern}:\n${stderr}\n${stdout}`);
-    },
-  };
-}
+/** A login left running so the test can act as the person signing in. */
+const startLogin = (args: string[], env: Record<string, string>) =>
+  startCli(args, { TOUCHSTONE_API_KEY: '', TOUCHSTONE_SERVER: '', ...env });
 
-describe('touchstone login against a real identity provider', () => {
+// Each test runs one to five CLI processes, several seconds each on a loaded machine.
+describe('touchstone login against a real identity provider', { timeout: 120_000 }, () => {
   let idp: TestProvider;
   let t: TestApp;
   let server: string;
@@ -91,7 +59,7 @@ describe('touchstone login against a real identity provider', () => {
 
   /** Signs `login` in with the browser flow, as the person at the browser would. */
   async function browserLogin(dir: string, login: string): Promise<CliResult> {
-    const cli = startCli(loginArgs('--flow', 'browser', '--no-browser'), {
+    const cli = startLogin(loginArgs('--flow', 'browser', '--no-browser'), {
       TOUCHSTONE_CONFIG_DIR: dir,
     });
     const [, url] = await cli.stderrMatch(/to sign in, open (\S+)\n/);
@@ -133,82 +101,71 @@ describe('touchstone login against a real identity provider', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  // Each test runs several CLI processes (a few seconds each on a loaded machine).
-  const SLOW = { timeout: 120_000 };
+  it('signs in with the device flow; the token is stored 0600 and later commands act as that person', async () => {
+    const dir = configDir();
+    const cli = startLogin(loginArgs(), { TOUCHSTONE_CONFIG_DIR: dir });
+    const [, code] = await cli.stderrMatch(/enter the code (\S+)\n/);
+    await idp.approveDevice(code as string, 'ana');
+    const login = await cli.done;
+    expect(login.code, login.stderr).toBe(0);
+    expect(login.stdout).toMatch(
+      new RegExp(
+        `^signed in to ${server} as ana \\(ana@example.com\\): project agents, roles editor; until `,
+      ),
+    );
 
-  it(
-    'signs in with the device flow; the token is stored 0600 and later commands act as that person',
-    SLOW,
-    async () => {
-      const dir = configDir();
-      const cli = startCli(loginArgs(), { TOUCHSTONE_CONFIG_DIR: dir });
-      const [, code] = await cli.stderrMatch(/enter the code (\S+)\n/);
-      await idp.approveDevice(code as string, 'ana');
-      const login = await cli.done;
-      expect(login.code, login.stderr).toBe(0);
-      expect(login.stdout).toMatch(
-        new RegExp(
-          `^signed in to ${server} as ana \\(ana@example.com\\): project agents, roles editor; until `,
-        ),
-      );
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(credentials(dir)).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(credentials(dir), 'utf8'));
+    const entry = stored.servers[server];
+    expect(entry).toMatchObject({ issuer: idp.issuer, client_id: CLIENT, subject: 'ana' });
+    expect(Object.keys(entry).sort()).toEqual(
+      ['client_id', 'email', 'expires_at', 'id_token', 'issuer', 'subject'].sort(),
+    );
+    // The token is never printed.
+    expect(login.stdout + login.stderr).not.toContain(entry.id_token);
 
-      expect(statSync(dir).mode & 0o777).toBe(0o700);
-      expect(statSync(credentials(dir)).mode & 0o777).toBe(0o600);
-      const stored = JSON.parse(readFileSync(credentials(dir), 'utf8'));
-      const entry = stored.servers[server];
-      expect(entry).toMatchObject({ issuer: idp.issuer, client_id: CLIENT, subject: 'ana' });
-      expect(Object.keys(entry).sort()).toEqual(
-        ['client_id', 'email', 'expires_at', 'id_token', 'issuer', 'subject'].sort(),
-      );
-      // The token is never printed.
-      expect(login.stdout + login.stderr).not.toContain(entry.id_token);
+    const who = await run(['whoami', '--server', server, '--json'], dir);
+    expect(who.code, who.stderr).toBe(0);
+    expect(JSON.parse(who.stdout)).toMatchObject({
+      kind: 'oidc',
+      subject: 'ana',
+      email: 'ana@example.com',
+      project: 'agents',
+      roles: ['editor'],
+    });
+    const text = await run(['whoami'], dir, { TOUCHSTONE_SERVER: server });
+    expect(text.stdout).toMatch(
+      /^ana \(ana@example.com\), signed in at http:\/\/127\.0\.0\.1:\d+ until /,
+    );
+  });
 
-      const who = await run(['whoami', '--server', server, '--json'], dir);
-      expect(who.code, who.stderr).toBe(0);
-      expect(JSON.parse(who.stdout)).toMatchObject({
-        kind: 'oidc',
-        subject: 'ana',
-        email: 'ana@example.com',
-        project: 'agents',
-        roles: ['editor'],
-      });
-      const text = await run(['whoami'], dir, { TOUCHSTONE_SERVER: server });
-      expect(text.stdout).toMatch(
-        /^ana \(ana@example.com\), signed in at http:\/\/127\.0\.0\.1:\d+ until /,
-      );
-    },
-  );
+  it('signs in with the browser flow on a loopback redirect; logout forgets the sign-in', async () => {
+    const dir = configDir();
+    const login = await browserLogin(dir, 'ana');
+    expect(login.code, login.stderr).toBe(0);
+    expect(login.stderr).toMatch(/code_challenge_method=S256/);
+    expect(statSync(credentials(dir)).mode & 0o777).toBe(0o600);
+    const who = await run(['whoami', '--server', server, '--json'], dir);
+    expect(JSON.parse(who.stdout)).toMatchObject({ kind: 'oidc', subject: 'ana' });
 
-  it(
-    'signs in with the browser flow on a loopback redirect; logout forgets the sign-in',
-    SLOW,
-    async () => {
-      const dir = configDir();
-      const login = await browserLogin(dir, 'ana');
-      expect(login.code, login.stderr).toBe(0);
-      expect(login.stderr).toMatch(/code_challenge_method=S256/);
-      expect(statSync(credentials(dir)).mode & 0o777).toBe(0o600);
-      const who = await run(['whoami', '--server', server, '--json'], dir);
-      expect(JSON.parse(who.stdout)).toMatchObject({ kind: 'oidc', subject: 'ana' });
+    const logout = await run(['logout', '--server', server], dir);
+    expect(logout.code, logout.stderr).toBe(0);
+    expect(logout.stdout).toBe(
+      `signed out of ${server}: its sign-in is removed from ${credentials(dir)}\n`,
+    );
+    expect(existsSync(credentials(dir))).toBe(false);
+    const again = await run(['logout', '--server', server], dir);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(`not signed in to ${server}; nothing to remove\n`);
 
-      const logout = await run(['logout', '--server', server], dir);
-      expect(logout.code, logout.stderr).toBe(0);
-      expect(logout.stdout).toBe(
-        `signed out of ${server}: its sign-in is removed from ${credentials(dir)}\n`,
-      );
-      expect(existsSync(credentials(dir))).toBe(false);
-      const again = await run(['logout', '--server', server], dir);
-      expect(again.code).toBe(0);
-      expect(again.stdout).toBe(`not signed in to ${server}; nothing to remove\n`);
+    const after = await run(['whoami', '--server', server], dir);
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/^touchstone: UNAUTHENTICATED: /);
+    expect(after.stderr).toMatch(/or run touchstone login/);
+  });
 
-      const after = await run(['whoami', '--server', server], dir);
-      expect(after.code).toBe(1);
-      expect(after.stderr).toMatch(/^touchstone: UNAUTHENTICATED: /);
-      expect(after.stderr).toMatch(/or run touchstone login/);
-    },
-  );
-
-  it('an API key in TOUCHSTONE_API_KEY wins over a stored sign-in', SLOW, async () => {
+  it('an API key in TOUCHSTONE_API_KEY wins over a stored sign-in', async () => {
     const dir = configDir();
     expect((await browserLogin(dir, 'ana')).code).toBe(0);
     const key = await t.app.keys.create(OPEN_PRINCIPAL, { project: 'p1', roles: ['viewer'] });
@@ -220,7 +177,7 @@ describe('touchstone login against a real identity provider', () => {
 
   it('refuses a callback whose state is not the one it sent, and stores nothing', async () => {
     const dir = configDir();
-    const cli = startCli(loginArgs('--flow', 'browser', '--no-browser'), {
+    const cli = startLogin(loginArgs('--flow', 'browser', '--no-browser'), {
       TOUCHSTONE_CONFIG_DIR: dir,
     });
     const [, url] = await cli.stderrMatch(/to sign in, open (\S+)\n/);
@@ -243,52 +200,45 @@ describe('touchstone login against a real identity provider', () => {
     expect(existsSync(credentials(dir))).toBe(false);
   });
 
-  it(
-    'an expired stored sign-in, or one the server refuses, says to run touchstone login',
-    SLOW,
-    async () => {
-      const dir = configDir();
-      mkdirSync(dir, { recursive: true });
-      const now = Math.floor(Date.now() / 1000);
-      const entry = async (claims: Record<string, unknown>) => ({
-        issuer: idp.issuer,
-        client_id: CLIENT,
-        id_token: await idp.sign({
-          iss: idp.issuer,
-          sub: 'ana',
-          groups: ['agents-team'],
-          ...claims,
-        }),
-        expires_at: new Date(((claims.exp as number) ?? now + 600) * 1000).toISOString(),
-        subject: 'ana',
-      });
-      const expired = await entry({ aud: CLIENT, exp: now - 10 });
-      writeFileSync(
-        credentials(dir),
-        JSON.stringify({ version: 1, servers: { [server]: expired } }),
-        {
-          mode: 0o600,
-        },
-      );
-      const r = await run(['whoami', '--server', server], dir);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toBe(
-        `touchstone: your sign-in to ${server} expired at ${expired.expires_at}; run touchstone login\n`,
-      );
+  it('an expired stored sign-in, or one the server refuses, says to run touchstone login', async () => {
+    const dir = configDir();
+    mkdirSync(dir, { recursive: true });
+    const now = Math.floor(Date.now() / 1000);
+    const entry = async (claims: Record<string, unknown>) => ({
+      issuer: idp.issuer,
+      client_id: CLIENT,
+      id_token: await idp.sign({
+        iss: idp.issuer,
+        sub: 'ana',
+        groups: ['agents-team'],
+        ...claims,
+      }),
+      expires_at: new Date(((claims.exp as number) ?? now + 600) * 1000).toISOString(),
+      subject: 'ana',
+    });
+    const expired = await entry({ aud: CLIENT, exp: now - 10 });
+    writeFileSync(
+      credentials(dir),
+      JSON.stringify({ version: 1, servers: { [server]: expired } }),
+      {
+        mode: 0o600,
+      },
+    );
+    const r = await run(['whoami', '--server', server], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `touchstone: your sign-in to ${server} expired at ${expired.expires_at}; run touchstone login\n`,
+    );
 
-      // Not expired, but for another audience: the server refuses it.
-      const refused = await entry({ aud: 'someone-else', exp: now + 600 });
-      writeFileSync(
-        credentials(dir),
-        JSON.stringify({ version: 1, servers: { [server]: refused } }),
-      );
-      const r2 = await run(['whoami', '--server', server], dir);
-      expect(r2.code).toBe(1);
-      expect(r2.stderr).toMatch(/^touchstone: OIDC_TOKEN_REFUSED: /);
-      expect(r2.stderr).toContain(`Your sign-in to ${server} was refused; run touchstone login.`);
-      expect(r2.stderr).not.toContain(refused.id_token);
-    },
-  );
+    // Not expired, but for another audience: the server refuses it.
+    const refused = await entry({ aud: 'someone-else', exp: now + 600 });
+    writeFileSync(credentials(dir), JSON.stringify({ version: 1, servers: { [server]: refused } }));
+    const r2 = await run(['whoami', '--server', server], dir);
+    expect(r2.code).toBe(1);
+    expect(r2.stderr).toMatch(/^touchstone: OIDC_TOKEN_REFUSED: /);
+    expect(r2.stderr).toContain(`Your sign-in to ${server} was refused; run touchstone login.`);
+    expect(r2.stderr).not.toContain(refused.id_token);
+  });
 
   it('refuses an issuer whose discovery names another issuer', async () => {
     const impostor = await startTestProvider(
@@ -311,7 +261,7 @@ describe('touchstone login against a real identity provider', () => {
     }
   });
 
-  it('needs a server, an issuer and a client ID', SLOW, async () => {
+  it('needs a server, an issuer and a client ID', async () => {
     const dir = configDir();
     const none = await run(['login', '--issuer', idp.issuer, '--client-id', CLIENT], dir);
     expect(none.code).toBe(2);

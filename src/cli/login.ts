@@ -36,7 +36,7 @@ function describeIdentity(who: Whoami): string {
     case 'key':
       return `API key ${who.keyId ?? '?'}`;
     default:
-      return `${who.kind} (the server runs without authentication)`;
+      return 'anonymous (the server runs without authentication)';
   }
 }
 
