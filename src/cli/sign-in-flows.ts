@@ -2,10 +2,13 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { proxyEnvLayer } from '../config/index.js';
+import { isTouchstoneError } from '../core/index.js';
 import {
   createHttpClient,
   createOutboundGuard,
   type HttpClient,
+  type HttpRequest,
+  type HttpResponse,
   proxySettingsFromConfig,
 } from '../net/index.js';
 import { EXIT } from './exit-codes.js';
@@ -21,6 +24,7 @@ import {
   idTokenOf,
   isSecureOrLoopback,
   type ProviderMetadata,
+  printable,
   providerError,
   providerMetadata,
   randomToken,
@@ -60,7 +64,7 @@ export interface SignInRequest {
 export async function signIn(request: SignInRequest): Promise<SignedInIdentity> {
   const http = providerClient(request.issuer, request.env);
   try {
-    const discovery = await getJson(http, discoveryUrl(request.issuer), 'discovery');
+    const discovery = await getJson(http, discoveryUrl(request.issuer), 'discovery document');
     if (discovery.status !== 200) {
       throw new CliExit(
         EXIT.ERROR,
@@ -117,31 +121,46 @@ function parseAnswer(status: number, raw: Buffer, what: string): JsonAnswer {
   return { status, body: body as Record<string, unknown> };
 }
 
-async function getJson(http: HttpClient, url: string, what: string): Promise<JsonAnswer> {
-  const res = await http.request({ method: 'GET', url, headers: { accept: 'application/json' } });
+/** One request to the provider; a failure to get an answer names which endpoint it was. */
+async function ask(http: HttpClient, request: HttpRequest, what: string): Promise<JsonAnswer> {
+  let res: HttpResponse;
+  try {
+    res = await http.request(request);
+  } catch (err) {
+    if (!isTouchstoneError(err)) throw err;
+    throw new CliExit(EXIT.ERROR, `cannot reach the provider's ${what}: ${err.message}`);
+  }
   return parseAnswer(res.status, res.body, what);
 }
 
-async function postForm(
+function getJson(http: HttpClient, url: string, what: string): Promise<JsonAnswer> {
+  return ask(http, { method: 'GET', url, headers: { accept: 'application/json' } }, what);
+}
+
+function postForm(
   http: HttpClient,
   url: string,
   form: Record<string, string>,
   what: string,
 ): Promise<JsonAnswer> {
-  const res = await http.request({
-    method: 'POST',
-    url,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-    body: new URLSearchParams(form).toString(),
-  });
-  return parseAnswer(res.status, res.body, what);
+  return ask(
+    http,
+    {
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams(form).toString(),
+    },
+    what,
+  );
 }
 
 /** A URL the provider gave for people to open: printed only when it is http(s) and printable. */
 function printableUrl(value: unknown): string | undefined {
-  if (typeof value !== 'string' || !/^[\x21-\x7e]{1,2048}$/.test(value)) return undefined;
+  const text = printable(value);
+  if (text === undefined) return undefined;
   try {
-    return isSecureOrLoopback(new URL(value)) ? value : undefined;
+    return isSecureOrLoopback(new URL(text)) ? text : undefined;
   } catch {
     return undefined;
   }
@@ -169,13 +188,8 @@ async function deviceFlow(
   // Google names it verification_url, as an early draft of RFC 8628 did.
   const verify = printableUrl(body.verification_uri ?? body.verification_url);
   const complete = printableUrl(body.verification_uri_complete);
-  const userCode = body.user_code;
-  if (
-    typeof body.device_code !== 'string' ||
-    typeof userCode !== 'string' ||
-    !/^[\x21-\x7e]{1,64}$/.test(userCode) ||
-    verify === undefined
-  ) {
+  const userCode = printable(body.user_code, 64);
+  if (typeof body.device_code !== 'string' || userCode === undefined || verify === undefined) {
     throw new CliExit(
       EXIT.ERROR,
       'the provider answered the device sign-in without a usable device code, user code or https verification URI',

@@ -55,6 +55,10 @@ describe('issuer and discovery', () => {
     );
     refuses(() => providerMetadata(`${ISSUER}/`, doc), `names ${ISSUER}, not ${ISSUER}/`);
     refuses(
+      () => providerMetadata(ISSUER, { ...doc, issuer: 'https://x\u001b[2J' }),
+      `names another issuer, not ${ISSUER}`,
+    );
+    refuses(
       () => providerMetadata(ISSUER, { ...doc, token_endpoint: 'http://login.example.com/t' }),
       'token_endpoint is not an https URL',
     );

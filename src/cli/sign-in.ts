@@ -27,6 +27,16 @@ export interface SignedInIdentity {
   expiresAt: Date;
 }
 
+/**
+ * `value` when it is a short run of printable ASCII without spaces (a URL, a code), else
+ * undefined: text from the provider or a callback reaches the terminal only in that form.
+ */
+export function printable(value: unknown, max = 2048): string | undefined {
+  return typeof value === 'string' && value.length <= max && /^[\x21-\x7e]+$/.test(value)
+    ? value
+    : undefined;
+}
+
 /** https, or plain http on a loopback host only (a development provider), as the server's rule. */
 export function isSecureOrLoopback(url: URL): boolean {
   return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
@@ -66,7 +76,8 @@ export function providerMetadata(issuer: string, doc: unknown): ProviderMetadata
   }
   const d = doc as Record<string, unknown>;
   if (d.issuer !== issuer) {
-    const named = typeof d.issuer === 'string' ? d.issuer : 'no issuer';
+    const named =
+      typeof d.issuer === 'string' ? (printable(d.issuer) ?? 'another issuer') : 'no issuer';
     throw new CliExit(
       EXIT.ERROR,
       `${where} names ${named}, not ${issuer}; a provider must name itself exactly as --issuer does`,
@@ -184,7 +195,10 @@ export function callbackCode(query: URLSearchParams, state: string, issuer: stri
   }
   const iss = query.get('iss');
   if (iss !== null && iss !== issuer) {
-    throw new CliExit(EXIT.ERROR, `the sign-in callback names the issuer ${iss}, not ${issuer}`);
+    throw new CliExit(
+      EXIT.ERROR,
+      `the sign-in callback names the issuer ${printable(iss) ?? '(unprintable)'}, not ${issuer}`,
+    );
   }
   const error = query.get('error');
   if (error !== null) {
