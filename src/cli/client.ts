@@ -1,4 +1,4 @@
-import { EXIT } from './exit-codes.js';
+import { EXIT, type ExitCode } from './exit-codes.js';
 import { CliExit, withDetails } from './io.js';
 
 /** Slices a stream hands to the connection: small enough for progress, large enough to be cheap. */
@@ -25,6 +25,25 @@ function counted(
   });
 }
 
+/** The credential a client sends: an API key, or the ID token of a stored sign-in. */
+export interface Bearer {
+  token: string;
+  /** Set for a stored sign-in (touchstone login): its expiry is checked before each call. */
+  signIn?: { issuer: string; expiresAt: Date };
+}
+
+/** A refusal by the server: the exit, plus the status and error code for callers that branch. */
+export class ApiCallError extends CliExit {
+  constructor(
+    code: ExitCode,
+    message: string,
+    readonly status: number,
+    readonly errorCode: string | undefined,
+  ) {
+    super(code, message);
+  }
+}
+
 /**
  * A small client for the server's REST API, used by CLI commands given `--server`.
  * Errors carry the server's error message and request id.
@@ -32,7 +51,7 @@ function counted(
 export class ApiClient {
   constructor(
     readonly baseUrl: string,
-    private readonly apiKey: string | undefined,
+    readonly bearer: Bearer | undefined,
   ) {}
 
   /** A call with a JSON body (or none). */
@@ -80,6 +99,13 @@ export class ApiClient {
     body: { data: Buffer | string | ReadableStream<Uint8Array>; contentType: string } | undefined,
     headers: Readonly<Record<string, string>>,
   ): Promise<T> {
+    const signIn = this.bearer?.signIn;
+    if (signIn !== undefined && signIn.expiresAt.getTime() <= Date.now()) {
+      throw new CliExit(
+        EXIT.ERROR,
+        `your sign-in to ${this.baseUrl} expired at ${signIn.expiresAt.toISOString()}; run touchstone login`,
+      );
+    }
     const url = new URL(path, this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
     let response: Response;
     try {
@@ -87,7 +113,7 @@ export class ApiClient {
         method,
         headers: {
           ...(body === undefined ? {} : { 'content-type': body.contentType }),
-          ...(this.apiKey === undefined ? {} : { authorization: `Bearer ${this.apiKey}` }),
+          ...(this.bearer === undefined ? {} : { authorization: `Bearer ${this.bearer.token}` }),
           ...headers,
         },
         ...(body === undefined ? {} : { body: body.data }),
@@ -126,13 +152,20 @@ export class ApiClient {
     const message = e?.message ?? answer.message ?? 'request failed';
 
     const requestId = e?.requestId ?? response.headers.get('x-request-id');
-    const hint =
-      response.status === 401
-        ? '\nSet TOUCHSTONE_API_KEY to an API key (touchstone keys create).'
-        : '';
-    throw new CliExit(
+    throw new ApiCallError(
       response.status === 400 ? EXIT.USAGE : EXIT.ERROR,
-      `${code ?? response.status}: ${withDetails(message, e?.details ?? [])}${hint}${requestId ? `\n(request id ${requestId})` : ''}`,
+      `${code ?? response.status}: ${withDetails(message, e?.details ?? [])}${this.hint(response.status)}${requestId ? `\n(request id ${requestId})` : ''}`,
+      response.status,
+      code ?? undefined,
     );
+  }
+
+  /** What to do about a refused credential: sign in again, or give one. */
+  private hint(status: number): string {
+    if (status !== 401) return '';
+    if (this.bearer?.signIn !== undefined) {
+      return `\nYour sign-in to ${this.baseUrl} was refused; run touchstone login.`;
+    }
+    return '\nSet TOUCHSTONE_API_KEY to an API key (touchstone keys create), or run touchstone login.';
   }
 }

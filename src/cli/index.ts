@@ -12,6 +12,7 @@ import { evaluatorsCommand } from './evaluators.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
+import { loginCommand } from './login.js';
 import { policyCommand } from './policy.js';
 import { runCommand } from './run.js';
 import { runsCommand } from './runs.js';
@@ -58,7 +59,10 @@ Where commands work:
 
 Environment:
   TOUCHSTONE_SERVER    server for commands given no --server (e.g. http://127.0.0.1:4318)
-  TOUCHSTONE_API_KEY   API key sent to the server as "Authorization: Bearer <key>"
+  TOUCHSTONE_API_KEY   API key sent to the server as "Authorization: Bearer <key>"; without
+                       one, the sign-in of touchstone login for that server is sent
+  TOUCHSTONE_CONFIG_DIR  where touchstone login keeps sign-ins (default
+                       $XDG_CONFIG_HOME/touchstone, else ~/.config/touchstone)
   TOUCHSTONE_*         server settings (e.g. TOUCHSTONE_DATA_DIR, TOUCHSTONE_STORE__DRIVER);
                        see docs/configuration.md
 
@@ -70,6 +74,7 @@ Docs: docs/cli.md`,
     serving = action.name() === 'serve';
   });
   program.hook('preAction', applyOutputOption);
+  loginCommand(program, io);
   keysCommand(program, io);
   auditCommand(program, io);
   evaluateCommand(program, io, stdin);

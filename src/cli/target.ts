@@ -6,6 +6,7 @@ import { splitListen } from '../config/index.js';
 import { systemClock } from '../core/index.js';
 import { openStore, SQLITE_FILE_NAME, type Store } from '../store/index.js';
 import { ApiClient } from './client.js';
+import { credentialsPath, storedSignIn } from './credentials-file.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO } from './io.js';
 import { configFromFlags, type ServerFlags } from './serve.js';
@@ -37,12 +38,36 @@ export function serverUrl(raw: string, source = '--server'): string {
   return url.href.replace(/\/$/, '');
 }
 
-/** A client of the server `--server` or TOUCHSTONE_SERVER names; undefined when neither does. */
-export function namedServer(flags: { server?: string }, io: CliIO): ApiClient | undefined {
+/** The URL `--server` or TOUCHSTONE_SERVER names; undefined when neither does. */
+export function namedServerUrl(flags: { server?: string }, io: CliIO): string | undefined {
   const raw = flags.server ?? io.env.TOUCHSTONE_SERVER;
   if (raw === undefined || raw === '') return undefined;
-  const source = flags.server === undefined ? 'TOUCHSTONE_SERVER' : '--server';
-  return new ApiClient(serverUrl(raw, source), io.env.TOUCHSTONE_API_KEY);
+  return serverUrl(raw, flags.server === undefined ? 'TOUCHSTONE_SERVER' : '--server');
+}
+
+/** A client of the server `--server` or TOUCHSTONE_SERVER names; undefined when neither does. */
+export function namedServer(flags: { server?: string }, io: CliIO): ApiClient | undefined {
+  const url = namedServerUrl(flags, io);
+  return url === undefined ? undefined : clientFor(url, io);
+}
+
+/**
+ * A client of `server` sending TOUCHSTONE_API_KEY or, without one, the sign-in stored for that
+ * server by `touchstone login` (an explicit key wins).
+ */
+export function clientFor(server: string, io: CliIO): ApiClient {
+  const key = io.env.TOUCHSTONE_API_KEY;
+  if (key !== undefined && key !== '') return new ApiClient(server, { token: key });
+  const stored = storedSignIn(credentialsPath(io.env), server);
+  return new ApiClient(
+    server,
+    stored === undefined
+      ? undefined
+      : {
+          token: stored.id_token,
+          signIn: { issuer: stored.issuer, expiresAt: new Date(stored.expires_at) },
+        },
+  );
 }
 
 /** Where the local server answers: the configured listen address, loopback for a wildcard. */
@@ -92,7 +117,7 @@ async function implicitTarget(flags: TargetFlags, io: CliIO): Promise<ApiClient 
     io.stderr.write(
       `touchstone: no --server given and no data dir here; using the server running at ${url}\n`,
     );
-    return new ApiClient(url, io.env.TOUCHSTONE_API_KEY);
+    return clientFor(url, io);
   }
   io.stderr.write(
     `touchstone: no --server given and no server at ${url}; using a new data dir ${dir}\n`,

@@ -1,6 +1,11 @@
 /** True when HOST (of HOST:PORT) is a loopback address or name. */
 export function isLoopbackListen(listen: string): boolean {
-  const host = splitListen(listen).host.toLowerCase();
+  return isLoopbackHost(splitListen(listen).host);
+}
+
+/** True for `localhost`, `::1` (bracketed or not) and 127.0.0.0/8. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
   return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 

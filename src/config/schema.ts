@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ROLES } from '../core/index.js';
 import { DEFAULTS } from './defaults.js';
 import { durationMs } from './duration.js';
+import { isLoopbackHost } from './listen.js';
 
 /** Names an environment variable whose value is a secret; the value never sits in config. */
 export const CredentialRefSchema = z.strictObject({
@@ -52,12 +53,7 @@ const HostPatternSchema = z
 const IssuerUrlSchema = z.url().refine(
   (raw) => {
     const url = new URL(raw);
-    if (url.protocol === 'https:') return true;
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-    return (
-      url.protocol === 'http:' &&
-      (host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host))
-    );
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
   },
   { message: 'an issuer must be https (plain http only on a loopback host)' },
 );

@@ -49,26 +49,52 @@ export interface CliResult {
  * here); killed after two minutes.
  */
 export function cliAsync(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [...ENTRY, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    proc.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 120_000);
+  return startCli(args, env).done;
+}
+
+export interface RunningCli {
+  done: Promise<CliResult>;
+  /** The first match of `pattern` in what the command wrote to stderr so far, once there is one. */
+  stderrMatch(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+}
+
+/**
+ * Starts `touchstone ARGS` and lets the test act on what it prints while it runs (a code to
+ * approve, a URL to open); killed after two minutes.
+ */
+export function startCli(args: string[], env: Record<string, string> = {}): RunningCli {
+  const proc = spawn(process.execPath, [...ENTRY, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  proc.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 120_000);
+  const done = new Promise<CliResult>((resolve, reject) => {
     proc.on('error', reject);
     proc.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
   });
+  return {
+    done,
+    async stderrMatch(pattern, timeoutMs = 30_000) {
+      for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+        const m = pattern.exec(stderr);
+        if (m !== null) return m;
+        if (proc.exitCode !== null) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`stderr never matched ${pattern}:\n${stderr}\n${stdout}`);
+    },
+  };
 }
 
 /**
