@@ -221,6 +221,39 @@ describe('signing in to the web UI at an identity provider', () => {
     expect((await exchange(code, verifier)).statusCode).toBe(200);
   });
 
+  it('records sign-ins in the audit trail: as the person, or anonymous when refused', async () => {
+    const { code, verifier } = await authorize('ana');
+    const ok = await t.app.server.inject({
+      method: 'POST',
+      url: '/ui/login/token',
+      headers: { 'x-request-id': 'sign-in-ok' },
+      payload: { code, code_verifier: verifier, redirect_uri: REDIRECT },
+    });
+    const replayed = await t.app.server.inject({
+      method: 'POST',
+      url: '/ui/login/token',
+      headers: { 'x-request-id': 'sign-in-replayed' },
+      payload: { code, code_verifier: verifier, redirect_uri: REDIRECT },
+    });
+    expect([ok.statusCode, replayed.statusCode]).toEqual([200, 400]);
+    await t.app.audit.flush();
+    const rows = await t.app.store.audit.list({}, { pageSize: 1000 });
+    const entry = (id: string) => rows.items.find((e) => e.requestId === id);
+    expect(entry('sign-in-ok')).toMatchObject({
+      principal: `${idp.issuer}#ana`,
+      principalKind: 'oidc',
+      action: 'POST /ui/login/token',
+      outcome: 'ok',
+    });
+    expect(entry('sign-in-replayed')).toMatchObject({
+      principal: '',
+      principalKind: 'anonymous',
+      outcome: 'failed',
+      code: 'SIGN_IN_CODE_REFUSED',
+    });
+    expect(JSON.stringify(rows.items)).not.toContain(code);
+  });
+
   it('refuses an oversized body before parsing it', async () => {
     const res = await token({
       code: 'x'.repeat(20_000),
