@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { startTestProvider, type TestProvider } from '../../test/support/oidc-provider.js';
@@ -300,6 +300,29 @@ describe('signing in to the web UI at an identity provider', () => {
     }
   });
 
+  it('asks a failing provider for its discovery at most once per 5 s, however many pages ask', async () => {
+    let hits = 0;
+    const broken = createHttpServer((_req, res) => {
+      hits += 1;
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(broken.address() as AddressInfo).port}`;
+    const app = await testApp(config(issuer));
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => loginConfig(app)));
+      answers.push(...(await Promise.all(Array.from({ length: 20 }, () => loginConfig(app)))));
+      for (const res of answers) {
+        expect(res.statusCode).toBe(503);
+        expect(res.json().error.message).toContain('answered HTTP 500');
+      }
+      expect(hits).toBe(1);
+    } finally {
+      await app.close();
+      await new Promise<void>((resolve) => broken.close(() => resolve()));
+    }
+  });
+
   it('answers 503 when the provider goes down between sign-in and the exchange', async () => {
     const brief = await startTestProvider([{ id: CLIENT, claims: {}, redirectUris: [REDIRECT] }], {
       accounts: ACCOUNTS,
@@ -308,6 +331,8 @@ describe('signing in to the web UI at an identity provider', () => {
     try {
       expect((await loginConfig(app)).statusCode).toBe(200);
       await brief.close();
+      // The discovery document is cached: the page still learns where to sign in.
+      expect((await loginConfig(app)).statusCode).toBe(200);
       const res = await token(
         { code: 'abc', code_verifier: pkce().verifier, redirect_uri: REDIRECT },
         app,
