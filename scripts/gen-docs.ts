@@ -69,7 +69,7 @@ export function rolesDoc(): string {
     '- `traces.annotate` (editor and up) adds human scores to a trace the key can read',
     "  (`POST /v1alpha1/traces/{trace_id}/annotations`, the web UI's Annotate form); the viewer reads them.",
     '- `GET /healthz`, `GET /readyz`, `GET /v1alpha1/openapi.json` (the API description, no data),',
-    '  the web UI\'s files under `/ui/` and its sign-in (`GET /ui/login/config`, `POST /ui/login/token`:',
+    "  the web UI's files under `/ui/` and its sign-in (`GET /ui/login/config`, `POST /ui/login/token`:",
     '  how a person gets an ID token) need no credential; every other route needs a valid key or',
     '  identity token when auth is on.',
     "- `GET /metrics` needs `metrics.read` (admin and owner): its series name every project's",
