@@ -17,6 +17,11 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  */
 const UNAUDITED_ROUTES = new Set(['/v1/traces', '/v1/logs', '/v1alpha1/evaluate']);
 const MAX_FIELD = 512;
+/**
+ * The web UI's sign-in: its caller is anonymous (a public route), and is recorded as the person
+ * it signed in once the exchange succeeds.
+ */
+const SIGN_IN_ROUTE = '/ui/login/token';
 
 /** Notes the error a request failed with (the RPC interceptor calls it for handler errors). */
 export function noteFailure(request: FastifyRequest, err: unknown): void {
@@ -54,8 +59,11 @@ function auditRecord(request: FastifyRequest, status: number): AuditRecord | und
   const write = WRITE_METHODS.has(request.method) && !UNAUDITED_ROUTES.has(route ?? '');
   if (!denied && !write) return undefined;
   const failed = err !== undefined || status >= 400;
-  const anonymous = known?.kind === 'unauthenticated' || status === 401;
   const principal = request.principal;
+  const anonymous =
+    known?.kind === 'unauthenticated' ||
+    status === 401 ||
+    (route === SIGN_IN_ROUTE && principal.kind !== 'oidc');
   const project = projectOf(request);
   return {
     principal: anonymous ? '' : principal.id,

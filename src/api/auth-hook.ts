@@ -10,9 +10,18 @@ import { OPENAPI_PATH } from './openapi.js';
 
 /**
  * Routes that answer without credentials. The web UI's files and the OpenAPI document hold no
- * data (the page asks for a key and sends it with its API calls).
+ * data (the page asks for a key and sends it with its API calls); the UI's sign-in routes are
+ * how a person gets a credential.
  */
-const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', OPENAPI_PATH, '/ui', '/ui/*']);
+const PUBLIC_ROUTES = new Set([
+  '/healthz',
+  '/readyz',
+  OPENAPI_PATH,
+  '/ui',
+  '/ui/*',
+  '/ui/login/config',
+  '/ui/login/token',
+]);
 
 /**
  * Resolves the caller before any handler: with auth off every request acts as the open principal

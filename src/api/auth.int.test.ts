@@ -475,17 +475,26 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
       },
     });
 
-  it('health routes and the OpenAPI document need no credential', async () => {
+  it('health routes, the OpenAPI document and the UI’s sign-in need no credential', async () => {
     expect((await send({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await send({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
     const openapi = { method: 'GET', url: '/v1alpha1/openapi.json' } as const;
     expect((await send(openapi)).statusCode).toBe(200);
     for (const role of ROLES) expect((await send(openapi, secrets[role])).statusCode).toBe(200);
+    // The UI's sign-in answers without a credential (here: that the server has none to offer).
+    const signIn = await send({ method: 'GET', url: '/ui/login/config' });
+    expect(signIn.json().error.code).toBe('UI_SIGN_IN_NOT_CONFIGURED');
   });
 
   it('the OpenAPI document names the permission each endpoint here needs', () => {
     const publicOps = OPERATIONS.filter((op) => op.access === 'public').map((op) => op.path);
-    expect(publicOps.sort()).toEqual(['/healthz', '/readyz', '/v1alpha1/openapi.json']);
+    expect(publicOps.sort()).toEqual([
+      '/healthz',
+      '/readyz',
+      '/ui/login/config',
+      '/ui/login/token',
+      '/v1alpha1/openapi.json',
+    ]);
     for (const entry of MATRIX) {
       const op = operationOf(entry.call);
       expect(op, entry.name).toBeDefined();

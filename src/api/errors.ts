@@ -98,7 +98,8 @@ export function sendError(
   if (isTouchstoneError(raw)) {
     err = raw;
   } else {
-    const mapped = fromFastify(raw as FastifyError, bodyLimit);
+    // A route's own limit (a small body) is the one the message names.
+    const mapped = fromFastify(raw as FastifyError, request.routeOptions.bodyLimit ?? bodyLimit);
     if (mapped === undefined) {
       request.log.error({ err: raw }, 'unhandled error');
       err = ApiErrors.INTERNAL_ERROR(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateKeySchema, type Permission } from '../auth/index.js';
+import { CreateKeySchema, type Permission, TokenRequestSchema } from '../auth/index.js';
 import {
   ERROR_KINDS,
   RESOURCE_API_VERSION,
@@ -90,6 +90,7 @@ const bodies: Record<string, z.ZodType> = {
   Run: RunPlainSchema,
   RunResource: RunResourceSchema,
   AnnotationRequest: AnnotationSchema,
+  UiTokenRequest: TokenRequestSchema,
 };
 
 const project: QueryParam = {
@@ -228,7 +229,28 @@ export const OPERATIONS: readonly Operation[] = [
     summary: 'Who the request acts as and the projects it may read.',
     access: 'any-key',
     response:
-      '`{"kind", "keyId"?, "subject"?, "email"?, "groups"?, "project"?, "roles", "permissions", "scope"?, "projects"}`.',
+      '`{"kind", "principal", "keyId"?, "subject"?, "email"?, "groups"?, "project"?, "roles", "permissions", "scope"?, "projects"}` (`principal`: the name writes are recorded under, e.g. who annotated).',
+  },
+  {
+    method: 'get',
+    path: '/ui/login/config',
+    operationId: 'uiSignInConfig',
+    tag: 'ui',
+    summary:
+      "The web UI's sign-in at an identity provider (`ui.sign_in`): 404 `UI_SIGN_IN_NOT_CONFIGURED` on a server of API keys only.",
+    access: 'public',
+    response: '`{"issuer", "client_id", "scopes": [...], "authorization_endpoint"}`.',
+  },
+  {
+    method: 'post',
+    path: '/ui/login/token',
+    operationId: 'uiSignInToken',
+    tag: 'ui',
+    summary:
+      'Exchanges the authorization code the provider sent back to the web UI (with its PKCE verifier) for an ID token; refresh and access tokens are not returned.',
+    access: 'public',
+    body: ['UiTokenRequest'],
+    response: '`{"id_token", "expires_at"}` (RFC 3339: when the ID token expires).',
   },
   {
     method: 'post',

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { AuditTrail, BearerAuthenticator, KeyService } from '../auth/index.js';
+import type { AuditTrail, BearerAuthenticator, BrowserSignIn, KeyService } from '../auth/index.js';
 import { newRequestId } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
@@ -69,6 +69,8 @@ export interface ServerDeps {
   datasets: DatasetService;
   /** The built web UI's directory; undefined = no UI at /ui/. */
   uiDir: string | undefined;
+  /** The UI's sign-in at an identity provider (`ui.sign_in`); undefined = API keys only. */
+  signIn: BrowserSignIn | undefined;
   /** Writes in flight and the body bytes they hold; past either, writes are shed (503). */
   writeLimits: AdmissionLimits;
   /** OTLP requests decoded and stored at once (the store's useful concurrency). */
@@ -173,7 +175,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   await app.register(sourceRoutes, { sources: deps.sources });
   await app.register(runRoutes, { runs: deps.runs });
   await app.register(datasetRoutes, { datasets: deps.datasets });
-  if (deps.uiDir !== undefined) await app.register(uiRoutes, { dir: deps.uiDir });
+  if (deps.uiDir !== undefined) {
+    await app.register(uiRoutes, { dir: deps.uiDir, signIn: deps.signIn });
+  }
   await app.register(rpcRoutes, {
     datasets: deps.datasets,
     deleteRun: (principal, project, id) => deps.runs.delete(principal, project, id),

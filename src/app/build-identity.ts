@@ -1,4 +1,9 @@
-import { AuditTrail, createBearerAuthenticator, KeyService } from '../auth/index.js';
+import {
+  AuditTrail,
+  type BrowserSignIn,
+  createBearerAuthenticator,
+  KeyService,
+} from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import type { Component } from '../core/index.js';
 import type { ProxySettings } from '../net/index.js';
@@ -17,6 +22,8 @@ export function buildIdentity(
   keys: KeyService;
   audit: AuditTrail;
   bearer: ReturnType<typeof createBearerAuthenticator>['bearer'];
+  /** The web UI's sign-in at a provider (`ui.sign_in`). */
+  signIn: BrowserSignIn | undefined;
   providerHttp: Component;
   trail: Component;
 } {
@@ -33,6 +40,7 @@ export function buildIdentity(
     keys,
     audit,
     bearer: auth.bearer,
+    signIn: auth.signIn,
     providerHttp: closes('identity-provider-http', auth),
     trail: loop('audit', audit),
   };

@@ -161,6 +161,7 @@ async function assemble(
     services: {
       keys,
       bearer: identity.bearer,
+      signIn: identity.signIn,
       audit,
       evaluation,
       metrics,

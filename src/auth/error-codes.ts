@@ -26,6 +26,18 @@ export const AuthErrors = defineErrors({
     retryable: true,
     doc: "The identity provider's discovery document or keys could not be fetched (down, slow past `auth.oidc_timeout`, refused by the outbound rules, or an invalid answer) and no cached key fits the token. Keys already cached keep working.",
   },
+  UI_SIGN_IN_NOT_CONFIGURED: {
+    kind: 'not_found',
+    doc: 'The web UI signs in with API keys only here: `ui.sign_in` is not configured, so `/ui/login/config` and `/ui/login/token` have nothing to offer.',
+  },
+  SIGN_IN_REQUEST_INVALID: {
+    kind: 'invalid_argument',
+    doc: 'A `POST /ui/login/token` body the server refused before asking the provider: `code` or `code_verifier` missing, a verifier that is not 43–128 characters of `A-Z a-z 0-9 - . _ ~` (RFC 7636), or a `redirect_uri` that is not an http(s) URL under `/ui/`. The message names the field.',
+  },
+  SIGN_IN_CODE_REFUSED: {
+    kind: 'invalid_argument',
+    doc: "The identity provider refused to exchange the authorization code; the message names the provider's error code (`invalid_grant`: the code was already used or has expired, or the verifier or redirect URI does not match the sign-in it came from). Sign in again.",
+  },
   KEY_NOT_FOUND: { kind: 'not_found', doc: "No API key with that id in the caller's project." },
   KEY_ROLE_NOT_ALLOWED: {
     kind: 'permission_denied',

@@ -13,6 +13,15 @@ export {
   type AuditTrailDeps,
 } from './audit-trail.js';
 export { BearerAuthenticator, type BearerAuthenticatorDeps } from './bearer.js';
+export {
+  BrowserSignIn,
+  type BrowserSignInDeps,
+  parseTokenRequest,
+  type SignedIn,
+  type SignInConfig,
+  type TokenRequest,
+  TokenRequestSchema,
+} from './browser-sign-in.js';
 export { AuthErrors } from './error-codes.js';
 export { createBearerAuthenticator } from './from-config.js';
 export {
@@ -30,6 +39,7 @@ export {
   type OidcMapping,
   OidcVerifier,
   type OidcVerifierDeps,
+  type ProviderMetadata,
   REFETCH_INTERVAL_MS,
 } from './oidc.js';
 export {

@@ -31,6 +31,20 @@ export const REFETCH_INTERVAL_MS = 30_000;
 export const KEYS_MAX_AGE_MS = 60 * 60_000;
 /** Largest discovery document or key set read. */
 const MAX_DOCUMENT_BYTES = 256 * 1024;
+/**
+ * A failed discovery is answered again for this long before the provider is asked anew, so a
+ * stream of sign-in pages opened while it is down is not a stream of requests to it.
+ */
+export const DISCOVERY_RETRY_MS = 5_000;
+
+/** What the discovery document says of a provider (the endpoints are checked URLs). */
+export interface ProviderMetadata {
+  jwksUri: string;
+  /** Where a browser is sent to sign in (absent: the provider offers no browser sign-in). */
+  authorizationEndpoint?: string;
+  /** Where an authorization code is exchanged for tokens. */
+  tokenEndpoint?: string;
+}
 
 /**
  * Signature algorithms accepted: asymmetric only, so `none` and HMAC (a public key used as an
@@ -61,7 +75,9 @@ export interface OidcVerifierDeps {
 
 interface IssuerState {
   config: OidcIssuer;
-  jwksUri?: string;
+  /** The discovery in flight or done; a failed one is kept for `DISCOVERY_RETRY_MS`. */
+  discovery?: Promise<ProviderMetadata>;
+  discoveryFailedAt?: number;
   keys?: ReturnType<typeof createLocalJWKSet>;
   fetchedAt: number;
   lastAttempt: number;
@@ -100,6 +116,30 @@ export class OidcVerifier {
     }
     const payload = await this.verify(state, token);
     return mapClaims(state.config, payload);
+  }
+
+  /**
+   * The discovery document of a configured issuer: read once through the outbound client and
+   * cached; a failure is an `OIDC_PROVIDER_UNAVAILABLE` (kept for `DISCOVERY_RETRY_MS`).
+   */
+  metadata(issuer: string): Promise<ProviderMetadata> {
+    const state = this.issuers.get(issuer);
+    if (state === undefined) throw new Error(`issuer ${issuer} is not configured`);
+    return this.discovery(state);
+  }
+
+  private discovery(state: IssuerState): Promise<ProviderMetadata> {
+    const failedAt = state.discoveryFailedAt;
+    const stale = failedAt !== undefined && this.deps.clock.now() - failedAt >= DISCOVERY_RETRY_MS;
+    if (state.discovery === undefined || stale) {
+      state.discoveryFailedAt = undefined;
+      const discovery = this.discover(state.config.issuer).catch((err: unknown) => {
+        state.discoveryFailedAt = this.deps.clock.now();
+        throw asUnavailable(err);
+      });
+      state.discovery = discovery;
+    }
+    return state.discovery;
   }
 
   private async verify(state: IssuerState, token: string): Promise<JWTPayload> {
@@ -157,8 +197,8 @@ export class OidcVerifier {
 
   private async fetchKeys(state: IssuerState): Promise<void> {
     try {
-      state.jwksUri ??= await this.discover(state.config.issuer);
-      const jwks = await this.getJson(state.jwksUri, 'key set');
+      const { jwksUri } = await this.discovery(state);
+      const jwks = await this.getJson(jwksUri, 'key set');
       if (!Array.isArray((jwks as { keys?: unknown }).keys)) {
         throw unavailable('the key set has no "keys" list');
       }
@@ -167,14 +207,16 @@ export class OidcVerifier {
       state.lastFailed = false;
     } catch (err) {
       state.lastFailed = true;
-      throw isTouchstoneError(err) && err.code === AuthErrors.OIDC_PROVIDER_UNAVAILABLE.code
-        ? err
-        : unavailable(describe(err), err);
+      throw asUnavailable(err);
     }
   }
 
-  /** Reads the discovery document: it must name the same issuer, and gives the key set's URL. */
-  private async discover(issuer: string): Promise<string> {
+  /**
+   * Reads the discovery document: it must name the same issuer, and gives the key set's URL and
+   * the endpoints of browser sign-in (https, or http when the issuer itself is: a loopback
+   * development provider; never another scheme, since the page navigates to one of them).
+   */
+  private async discover(issuer: string): Promise<ProviderMetadata> {
     const url = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
     const meta = (await this.getJson(url, 'discovery document')) as Record<string, unknown>;
     if (meta.issuer !== issuer) {
@@ -183,7 +225,24 @@ export class OidcVerifier {
     if (typeof meta.jwks_uri !== 'string' || !URL.canParse(meta.jwks_uri)) {
       throw unavailable('the discovery document has no valid jwks_uri');
     }
-    return meta.jwks_uri;
+    // An endpoint that is not an URL of the issuer's scheme is left out (sign-in then says so):
+    // it must not cost the tokens of API callers their keys.
+    const schemes = new Set(['https:', new URL(issuer).protocol]);
+    const endpoint = (name: string): string | undefined => {
+      const value = meta[name];
+      return typeof value === 'string' &&
+        URL.canParse(value) &&
+        schemes.has(new URL(value).protocol)
+        ? value
+        : undefined;
+    };
+    const authorizationEndpoint = endpoint('authorization_endpoint');
+    const tokenEndpoint = endpoint('token_endpoint');
+    return {
+      jwksUri: meta.jwks_uri,
+      ...(authorizationEndpoint === undefined ? {} : { authorizationEndpoint }),
+      ...(tokenEndpoint === undefined ? {} : { tokenEndpoint }),
+    };
   }
 
   private async getJson(url: string, what: string): Promise<unknown> {
@@ -207,13 +266,22 @@ export class OidcVerifier {
 
 function noop(): void {}
 
-function unavailable(reason: string, cause?: unknown) {
+/** `OIDC_PROVIDER_UNAVAILABLE` saying why (never a token or a code). */
+export function unavailable(reason: string, cause?: unknown) {
   return AuthErrors.OIDC_PROVIDER_UNAVAILABLE(`identity provider unavailable: ${reason}`, {
     ...(cause === undefined ? {} : { cause }),
   });
 }
 
-function describe(err: unknown): string {
+/** A failure to reach the provider (the outbound client's refusal, a timeout) in our terms. */
+function asUnavailable(err: unknown) {
+  return isTouchstoneError(err) && err.code === AuthErrors.OIDC_PROVIDER_UNAVAILABLE.code
+    ? err
+    : unavailable(describe(err), err);
+}
+
+/** A failed request in words safe to show: the outbound client's own message, or nothing. */
+export function describe(err: unknown): string {
   return isTouchstoneError(err) ? err.message : 'the request failed';
 }
 

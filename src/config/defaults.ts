@@ -7,6 +7,8 @@ export const DEFAULTS = {
   /** `maxRules`: `auth.rules` are all evaluated on every call, so their number is capped. */
   auth: { oidcTimeout: '5s', maxRules: 64 },
   audit: { retention: '2160h' },
+  /** Scopes the web UI asks the identity provider for (`ui.sign_in.scopes`). */
+  ui: { signInScopes: ['openid', 'email', 'profile'] },
   limits: {
     maxBodyBytes: 16 * 1024 * 1024,
     maxEvaluateRecords: 10_000,

@@ -139,6 +139,53 @@ describe('config loading', () => {
     );
   });
 
+  it('takes ui.sign_in only for an issuer of auth.oidc whose audiences hold its client', () => {
+    const oidc = [
+      {
+        issuer: 'https://login.example.com',
+        audiences: ['touchstone-ui'],
+        mappings: [{ groups: ['dev'], project: 'default', roles: ['viewer'] }],
+      },
+    ];
+    const signIn = (sign_in: Record<string, unknown>) =>
+      loadConfig({ overrides: { auth: { oidc }, ui: { sign_in } } });
+    const ok = signIn({ issuer: 'https://login.example.com', client_id: 'touchstone-ui' });
+    expect(ok.ui.sign_in).toEqual({
+      issuer: 'https://login.example.com',
+      client_id: 'touchstone-ui',
+      scopes: ['openid', 'email', 'profile'],
+    });
+    const other = errorOf(() =>
+      signIn({ issuer: 'https://elsewhere.example.com', client_id: 'touchstone-ui' }),
+    );
+    expect(other.details).toEqual([
+      {
+        path: 'ui.sign_in.issuer',
+        message: 'must be the issuer of one of auth.oidc (the UI signs people in there)',
+      },
+    ]);
+    const client = errorOf(() =>
+      signIn({ issuer: 'https://login.example.com', client_id: 'touchstone-cli' }),
+    );
+    expect(client.details.map((d) => d.path)).toEqual(['ui.sign_in.client_id']);
+    expect(client.message).toContain('audiences');
+    const scopes = errorOf(() =>
+      signIn({
+        issuer: 'https://login.example.com',
+        client_id: 'touchstone-ui',
+        scopes: ['email'],
+      }),
+    );
+    expect(scopes.details).toEqual([{ path: 'ui.sign_in.scopes', message: 'must include openid' }]);
+    // Without auth.oidc there is no provider to sign in at.
+    const none = errorOf(() =>
+      loadConfig({
+        overrides: { ui: { sign_in: { issuer: 'https://login.example.com', client_id: 'x' } } },
+      }),
+    );
+    expect(none.details.map((d) => d.path)).toEqual(['ui.sign_in.issuer']);
+  });
+
   it('refuses a non-loopback listen address without auth unless --no-auth', () => {
     const err = errorOf(() => loadConfig({ overrides: { listen: '0.0.0.0:4318' } }));
     expect(err.details[0]?.path).toBe('auth');

@@ -480,6 +480,23 @@ export const ConfigSchema = z
          * `dist/ui`, which `npm run build` and `npm install` in a checkout write.
          */
         assets_dir: z.string().min(1).optional(),
+        /**
+         * Sign in to the UI at an identity provider (authorization code with PKCE) instead of
+         * with an API key (docs/identity.md). The issuer must be one of `auth.oidc`, and the
+         * client ID one of its `audiences`.
+         */
+        sign_in: z
+          .strictObject({
+            issuer: IssuerUrlSchema,
+            /** The UI's own client at the provider: a public client, no secret. */
+            client_id: z.string().min(1).max(256),
+            scopes: z
+              .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'a scope is visible ASCII'))
+              .min(1)
+              .refine((s) => s.includes('openid'), { message: 'must include openid' })
+              .default([...DEFAULTS.ui.signInScopes]),
+          })
+          .optional(),
       })
       .prefault({}),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
@@ -512,6 +529,7 @@ export const ConfigSchema = z
         message: 'only used when datasets.root is an s3:// bucket',
       });
     }
+    checkSignIn(c, ctx);
     if (c.default_judge !== undefined && !(c.default_judge in c.judges)) {
       ctx.addIssue({
         code: 'custom',
@@ -531,3 +549,29 @@ export const ConfigSchema = z
   }));
 
 export type Config = z.infer<typeof ConfigSchema>;
+
+/** `ui.sign_in` names a provider whose ID tokens the server accepts for the UI's client. */
+function checkSignIn(
+  c: {
+    ui: { sign_in?: { issuer: string; client_id: string } | undefined };
+    auth?: { oidc: readonly { issuer: string; audiences: readonly string[] }[] } | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const signIn = c.ui.sign_in;
+  if (signIn === undefined) return;
+  const issuer = c.auth?.oidc.find((i) => i.issuer === signIn.issuer);
+  if (issuer === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ui', 'sign_in', 'issuer'],
+      message: 'must be the issuer of one of auth.oidc (the UI signs people in there)',
+    });
+  } else if (!issuer.audiences.includes(signIn.client_id)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ui', 'sign_in', 'client_id'],
+      message: `must be one of the audiences of auth.oidc's issuer ${signIn.issuer} (its ID tokens are for that client)`,
+    });
+  }
+}

@@ -1,11 +1,13 @@
 /**
  * The UI's only way to the server: the public REST API (/v1alpha1/…), so whatever the UI shows, a
- * script can read too. The API key lives in this tab's sessionStorage (never in a URL or
- * localStorage) and goes out as a bearer token. A server that does not answer is retried with
- * back-off while a banner says so; a refused key sends the user back to the key prompt.
+ * script can read too. The credential (an API key, or the ID token of a sign-in at the identity
+ * provider) lives in this tab's sessionStorage (never in a URL or localStorage) and goes out as a
+ * bearer token. A server that does not answer is retried with back-off while a banner says so; a
+ * refused credential sends the user back to the key prompt or the sign-in page.
  */
 
 const KEY_ITEM = 'touchstone.apiKey';
+const ID_TOKEN_ITEM = 'touchstone.idToken';
 
 export function storedKey(): string | null {
   return sessionStorage.getItem(KEY_ITEM);
@@ -17,6 +19,44 @@ export function saveKey(key: string): void {
 
 export function forgetKey(): void {
   sessionStorage.removeItem(KEY_ITEM);
+}
+
+/** An ID token from the identity provider, and when it expires (ms since the epoch). */
+export interface IdToken {
+  token: string;
+  expiresAt: number;
+}
+
+export function storedIdToken(): IdToken | null {
+  try {
+    const value = JSON.parse(sessionStorage.getItem(ID_TOKEN_ITEM) ?? 'null') as IdToken | null;
+    return typeof value?.token === 'string' && typeof value.expiresAt === 'number' ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+export function saveIdToken(token: IdToken): void {
+  sessionStorage.setItem(ID_TOKEN_ITEM, JSON.stringify(token));
+}
+
+/** Drops whichever credential the tab holds (sign out, or one the server refused). */
+export function forgetCredentials(): void {
+  forgetKey();
+  sessionStorage.removeItem(ID_TOKEN_ITEM);
+}
+
+/** The bearer to send: the key, else an ID token that has not expired (tokens are not refreshed). */
+function bearer(): string | null {
+  const key = storedKey();
+  if (key !== null) return key;
+  const id = storedIdToken();
+  return id !== null && id.expiresAt > Date.now() ? id.token : null;
+}
+
+function authorization(): Record<string, string> {
+  const token = bearer();
+  return token === null ? {} : { authorization: `Bearer ${token}` };
 }
 
 /** An error answer of the API: its status and the error body's code and message. */
@@ -91,7 +131,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-async function errorOf(res: Response): Promise<ApiError> {
+export async function errorOf(res: Response): Promise<ApiError> {
   let code = `HTTP_${res.status}`;
   let message = `the server answered HTTP ${res.status}`;
   let requestId: string | undefined;
@@ -117,14 +157,10 @@ export async function apiGet<T>(path: string, params?: Params, signal?: AbortSig
   const url = apiUrl(path, params);
   let backoff = 1;
   for (;;) {
-    const key = storedKey();
     let res: Response | undefined;
     try {
       res = await fetch(url, {
-        headers: {
-          accept: 'application/json',
-          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-        },
+        headers: { accept: 'application/json', ...authorization() },
         credentials: 'omit',
         cache: 'no-store',
         ...(signal === undefined ? {} : { signal }),
@@ -149,8 +185,14 @@ export async function apiGet<T>(path: string, params?: Params, signal?: AbortSig
 
 /** Who the credentials act as (`GET /v1alpha1/whoami`). */
 export interface Session {
-  kind: 'key' | 'open';
+  kind: 'key' | 'oidc' | 'open';
+  /** The name writes are recorded under (`oidc:<issuer>#<sub>` for a signed-in person). */
+  principal: string;
   keyId?: string;
+  /** A signed-in person's `sub`, email and groups. */
+  subject?: string;
+  email?: string;
+  groups?: string[];
   project?: string;
   roles: string[];
   permissions: string[];
@@ -173,14 +215,13 @@ export async function apiPost<T>(
   body: unknown,
   idempotencyKey: string,
 ): Promise<T> {
-  const key = storedKey();
   const res = await fetch(apiUrl(path, params), {
     method: 'POST',
     headers: {
       accept: 'application/json',
       'content-type': 'application/json',
       'idempotency-key': idempotencyKey,
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+      ...authorization(),
     },
     body: JSON.stringify(body),
     credentials: 'omit',

@@ -2,11 +2,13 @@ import { useEffect, useState } from 'preact/hooks';
 import {
   ApiError,
   type ConnectionState,
+  forgetCredentials,
   forgetKey,
   onConnection,
   onUnauthenticated,
   type Session,
   saveKey,
+  storedIdToken,
   storedKey,
   whoami,
 } from './api.js';
@@ -22,6 +24,13 @@ import { TracePage } from './pages/trace.js';
 import { TracesPage } from './pages/traces.js';
 import { WebhookPage, WebhooksPage } from './pages/webhooks.js';
 import { href, navigate, onLinkClick, useLocation } from './router.js';
+import {
+  completeSignIn,
+  type SignInConfig,
+  signInConfig,
+  signInFailure,
+  startSignIn,
+} from './sign-in.js';
 
 /** What every page gets: the project in view, the URL's query, who the key is. */
 export interface PageProps {
@@ -112,6 +121,97 @@ function KeyPrompt({ reason, onSession }: { reason?: string; onSession(s: Sessio
   );
 }
 
+/** The sign-in page of a server whose people sign in at an identity provider. */
+function SignInPage({ config, reason }: { config: SignInConfig; reason?: string }) {
+  const [busy, setBusy] = useState(false);
+  const [failure, setFailure] = useState<string | undefined>(undefined);
+  const host = new URL(config.issuer).host;
+  useTitle('Sign in');
+
+  async function signIn(): Promise<void> {
+    setBusy(true);
+    try {
+      await startSignIn(config);
+    } catch (err) {
+      setFailure((err as Error).message);
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main id="content" class="key-prompt">
+      <h1>Sign in</h1>
+      {reason !== undefined && (
+        <p class="error-note" role="alert">
+          {reason}
+        </p>
+      )}
+      <p>
+        This server signs people in at their identity provider, {host}. You come back here once
+        signed in. The sign-in stays in this browser tab only (session storage, gone when the tab
+        closes) and lasts until its token expires; then you sign in again.
+      </p>
+      <button type="button" disabled={busy} onClick={signIn}>
+        Sign in with {host}
+      </button>
+      {failure !== undefined && (
+        <p class="error-note" role="alert">
+          {failure}
+        </p>
+      )}
+    </main>
+  );
+}
+
+/**
+ * What a tab without a working credential sees: the provider's sign-in page when the server has
+ * one (`/ui/login/config`), else the key prompt.
+ */
+function SignInGate({ reason, onSession }: { reason?: string; onSession(s: Session): void }) {
+  const [config, setConfig] = useState<SignInConfig | null | undefined>(undefined);
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [attempt, setAttempt] = useState(0);
+  useEffect(() => {
+    setFailure(undefined);
+    signInConfig().then(setConfig, setFailure);
+  }, [attempt]);
+
+  const why = reason === undefined ? {} : { reason };
+  if (failure !== undefined) {
+    return (
+      <main id="content" class="key-prompt">
+        <h1>Sign in</h1>
+        <ErrorNote error={failure} what="the sign-in" />
+        <button type="button" onClick={() => setAttempt(attempt + 1)}>
+          Try again
+        </button>
+      </main>
+    );
+  }
+  if (config === undefined) {
+    return (
+      <main id="content">
+        <Loading what="the sign-in" />
+      </main>
+    );
+  }
+  return config === null ? (
+    <KeyPrompt {...why} onSession={onSession} />
+  ) : (
+    <SignInPage config={config} {...why} />
+  );
+}
+
+/** Who the header says is signed in. */
+function identity(session: Session): string {
+  if (session.kind === 'open') return 'no auth (loopback)';
+  const who =
+    session.kind === 'oidc'
+      ? (session.email ?? session.subject ?? '')
+      : `key ${session.keyId ?? ''}`;
+  return `${who} · ${session.roles.join(', ')}`;
+}
+
 function Header({
   session,
   project,
@@ -164,11 +264,7 @@ function Header({
         ) : (
           <output id="project">{project}</output>
         )}
-        <span class="muted">
-          {session.kind === 'open'
-            ? 'no auth (loopback)'
-            : `key ${session.keyId ?? ''} · ${session.roles.join(', ')}`}
-        </span>
+        <span class="muted">{identity(session)}</span>
         {session.kind === 'key' && (
           <button
             type="button"
@@ -179,6 +275,18 @@ function Header({
             }}
           >
             Forget key
+          </button>
+        )}
+        {session.kind === 'oidc' && (
+          <button
+            type="button"
+            class="link-button"
+            onClick={() => {
+              forgetCredentials();
+              window.location.reload();
+            }}
+          >
+            Sign out
           </button>
         )}
       </div>
@@ -219,30 +327,70 @@ function Routes({ session }: { session: Session }) {
   );
 }
 
+/** Longest a timer may wait (setTimeout's limit, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const EXPIRED = 'Your sign-in has expired. Sign in again.';
+
+/** The ID token's expiry: the tab goes back to the sign-in page then (there is no refresh). */
+function useSignInExpiry(session: Session | null | undefined, expire: () => void): void {
+  useEffect(() => {
+    if (session?.kind !== 'oidc') return;
+    const token = storedIdToken();
+    if (token === null) return;
+    const timer = setTimeout(
+      expire,
+      Math.min(MAX_TIMER_MS, Math.max(0, token.expiresAt - Date.now())),
+    );
+    return () => clearTimeout(timer);
+  }, [session]);
+}
+
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [reason, setReason] = useState<string | undefined>(undefined);
   const [failure, setFailure] = useState<Error | undefined>(undefined);
 
+  const signedOut = (why: string | undefined) => {
+    forgetCredentials();
+    setReason(why);
+    setSession(null);
+  };
+  useSignInExpiry(session, () => signedOut(EXPIRED));
+
   useEffect(() => {
     document.addEventListener('click', onLinkClick);
     const stop = onUnauthenticated((message) => {
-      const had = storedKey() !== null;
-      forgetKey();
-      setReason(
-        had ? `The server no longer accepts the key (${message}). Enter a key.` : undefined,
-      );
-      setSession(null);
+      if (storedKey() !== null) {
+        signedOut(`The server no longer accepts the key (${message}). Enter a key.`);
+      } else if (storedIdToken() !== null) {
+        signedOut(`The server no longer accepts your sign-in (${message}). Sign in again.`);
+      } else signedOut(undefined);
     });
-    whoami().then(setSession, (err: unknown) => {
-      if (err instanceof ApiError && err.status === 401) return;
-      setFailure(err as Error);
+    start().catch((err: unknown) => {
+      const { message, requestId } = signInFailure(err);
+      signedOut(
+        `Sign-in failed: ${message}${requestId === undefined ? '' : ` (request ${requestId})`}`,
+      );
     });
     return () => {
       document.removeEventListener('click', onLinkClick);
       stop();
     };
   }, []);
+
+  /** Completes a sign-in the provider sent back, then asks who the tab's credential is. */
+  async function start(): Promise<void> {
+    await completeSignIn();
+    const token = storedIdToken();
+    if (storedKey() === null && token !== null && token.expiresAt <= Date.now()) {
+      signedOut(EXPIRED);
+      return;
+    }
+    whoami().then(setSession, (err: unknown) => {
+      if (err instanceof ApiError && err.status === 401) return;
+      setFailure(err as Error);
+    });
+  }
 
   return (
     <>
@@ -263,7 +411,7 @@ export function App() {
       ) : session === null ? (
         <>
           <ConnectionBanner />
-          <KeyPrompt
+          <SignInGate
             {...(reason === undefined ? {} : { reason })}
             onSession={(s) => {
               setReason(undefined);

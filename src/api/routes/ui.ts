@@ -4,7 +4,9 @@ import { extname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BrowserSignIn } from '../../auth/index.js';
 import { ApiErrors } from '../error-codes.js';
+import { uiLoginRoutes } from './ui-login.js';
 
 /** The package's own build of the UI: `dist/ui` beside `dist/api` (and beside `src/` in a checkout). */
 export const DEFAULT_UI_DIR = fileURLToPath(new URL('../../../dist/ui/', import.meta.url));
@@ -110,15 +112,21 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset): Fasti
  * `/ui/`: the built single-page app. Files are read once at start; a path that is not a file
  * but looks like a page (`/ui/traces/<id>`) gets `index.html`, so deep links and reloads work,
  * while a missing asset (`/ui/assets/x.js`) is a 404, never HTML served as script. `/ui`
- * redirects to `/ui/`. The page holds no data: it calls the public REST API like any client.
+ * redirects to `/ui/`. The page holds no data: it calls the public REST API like any client,
+ * and `/ui/login/…` when it signs people in at an identity provider.
  */
-export async function uiRoutes(app: FastifyInstance, { dir }: { dir: string }): Promise<void> {
+export async function uiRoutes(
+  app: FastifyInstance,
+  { dir, signIn }: { dir: string; signIn: BrowserSignIn | undefined },
+): Promise<void> {
   const assets = loadAssets(dir);
   const index = assets.get('index.html');
 
   app.addHook('onSend', async (_request, reply) => {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
   });
+
+  await app.register(uiLoginRoutes, { signIn });
 
   app.get('/ui', async (request, reply) => {
     const query = request.url.indexOf('?');

@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import { principalId } from '../../auth/index.js';
 import type { TraceQueries } from '../../ingest/index.js';
 
 /**
  * `GET /v1alpha1/whoami`: who the request acts as (a key's id, or an identity-provider principal's
  * subject, email and groups; project, roles, permissions and read scope; or the open principal
- * without auth) and the projects it may read, so a client
- * (the web UI) can show them and offer only what the credential allows. Never a secret.
+ * without auth), the name its writes are recorded under (`principal`: who annotated), and the
+ * projects it may read, so a client (the web UI) can show them and offer only what the
+ * credential allows. Never a secret.
  */
 export async function whoamiRoutes(
   app: FastifyInstance,
@@ -15,6 +17,7 @@ export async function whoamiRoutes(
     const p = request.principal;
     return {
       kind: p.kind,
+      principal: principalId(p),
       ...(p.kind === 'key' ? { keyId: p.id } : {}),
       ...(p.kind === 'oidc' ? { subject: p.subject, email: p.email, groups: p.groups } : {}),
       ...(p.project === undefined ? {} : { project: p.project }),
