@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+// `npm test`: the whole suite in two phases. Most test files spend their time waiting (on
+// servers, child processes, a browser, PostgreSQL), so they run several at a time; the
+// adversarial files then run one at a time, since each measures the server's responsiveness
+// while a hostile request runs and must have the machine to itself. Arguments (`npm test --
+// src/api`) run just those files, as plain `vitest run` would.
+import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+
+const ADVERSARIAL = 'test/adversarial/**';
+/** Files in flight at once outside the adversarial phase: one per core, at least 2. */
+const WORKERS = Math.max(2, availableParallelism());
+
+function vitest(args) {
+  const res = spawnSync(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...args], {
+    stdio: 'inherit',
+  });
+  return res.status ?? 1;
+}
+
+const args = process.argv.slice(2);
+if (args.length > 0) process.exit(vitest(args));
+
+const concurrent = vitest([`--maxWorkers=${WORKERS}`, `--exclude=${ADVERSARIAL}`]);
+const alone = vitest(['--maxWorkers=1', 'test/adversarial/']);
+process.exit(concurrent !== 0 ? concurrent : alone);
