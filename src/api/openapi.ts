@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CreateKeySchema, type Permission, TokenRequestSchema } from '../auth/index.js';
+import { AuthErrors, CreateKeySchema, type Permission, TokenRequestSchema } from '../auth/index.js';
 import {
   ERROR_KINDS,
   RESOURCE_API_VERSION,
@@ -236,8 +236,7 @@ export const OPERATIONS: readonly Operation[] = [
     path: '/ui/login/config',
     operationId: 'uiSignInConfig',
     tag: 'ui',
-    summary:
-      "The web UI's sign-in at an identity provider (`ui.sign_in`): 404 `UI_SIGN_IN_NOT_CONFIGURED` on a server of API keys only.",
+    summary: `The web UI's sign-in at an identity provider (\`ui.sign_in\`): 404 \`${AuthErrors.UI_SIGN_IN_NOT_CONFIGURED.code}\` on a server of API keys only.`,
     access: 'public',
     response: '`{"issuer", "client_id", "scopes": [...], "authorization_endpoint"}`.',
   },
