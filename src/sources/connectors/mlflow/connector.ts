@@ -12,8 +12,9 @@ import {
 } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { writeAssessments } from './assessments.js';
+import { bearerAuth, type MlflowAuth } from './auth.js';
 import { MlflowErrors } from './error-codes.js';
-import { createMlflowRest, type MlflowAnswer } from './rest.js';
+import { createMlflowRest, type MlflowAnswer, type MlflowRest } from './rest.js';
 import { type ConvertOptions, spansFromArtifact, spansFromBatchGet } from './spans.js';
 import { spansLocation, traceHeader } from './trace-info.js';
 
@@ -32,6 +33,15 @@ export interface MlflowConnectorOptions {
   http: HttpClient;
   /** The bearer token, read for every request (so a rotated credential is picked up). */
   token?: () => string | undefined;
+  /** How requests are authorized, instead of `token` (a service principal, a signature). */
+  auth?: MlflowAuth;
+  /** Names the store in messages; `MLflow` by default. */
+  product?: string;
+  /**
+   * Reads the spans of a trace whose spans batchGet does not serve; MLflow's trace artifact
+   * route by default. With it, batchGet is not used at all.
+   */
+  artifacts?: ArtifactReader;
   /** Page size when a list query names none: 1 to 500, default 100 (MLflow's own default). */
   pageSize?: number;
   /** Longest string attribute kept, as for pushed traces. Default `traces.max_attribute_bytes`. */
@@ -73,8 +83,21 @@ function routeMissing(answer: MlflowAnswer): boolean {
   return answer.status === 404 && answer.errorCode === undefined;
 }
 
+/** Reads one trace's spans from where the store keeps them outside its tracking store. */
+export type ArtifactReader = (
+  rest: MlflowRest,
+  header: TraceHeader,
+  convert: ConvertOptions,
+  signal?: AbortSignal,
+) => Promise<FetchedTrace>;
+
 export function createMlflowConnector(options: MlflowConnectorOptions): TraceStoreConnector {
-  const rest = createMlflowRest(options);
+  const rest = createMlflowRest({
+    endpoint: options.endpoint,
+    http: options.http,
+    auth: options.auth ?? bearerAuth(options.token ?? (() => undefined)),
+    ...(options.product === undefined ? {} : { product: options.product }),
+  });
   const defaultPageSize = pageSizeOf(options.pageSize, DEFAULT_PAGE_SIZE);
   const convert: ConvertOptions = {
     maxAttributeBytes: options.maxAttributeBytes ?? DEFAULT_CONNECTOR_SETTINGS.maxAttributeBytes,
@@ -84,7 +107,7 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
   const locations = [...new Set(options.locations.map((l) => l.trim()).filter((l) => l !== ''))];
   let experimentIds: Promise<string[]> | undefined;
   // Cleared when the server turns out not to serve batchGet (an older 3.x): artifacts only.
-  let batchGetServed = true;
+  let batchGetServed = options.artifacts === undefined;
 
   // ------------------------------------------------------------------------------------------
   // Experiments
@@ -239,6 +262,10 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
     });
 
     async function fromArtifact(header: TraceHeader): Promise<void> {
+      if (options.artifacts !== undefined) {
+        out.set(header.storeId, await options.artifacts(rest, header, convert, signal));
+        return;
+      }
       let answer: MlflowAnswer;
       try {
         answer = await rest.send({
@@ -341,7 +368,7 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
       signal?.throwIfAborted();
       // Only the tracking store serves batchGet; elsewhere (artifact or archive store, or an
       // older trace that does not say) the artifact route reads them.
-      if (spansLocation(h) === 'TRACKING_STORE') batched.push(h);
+      if (batchGetServed && spansLocation(h) === 'TRACKING_STORE') batched.push(h);
       else await fromArtifact(h);
     }
     // A few batches at once: one at a time leaves the store (and the pull) mostly waiting.
