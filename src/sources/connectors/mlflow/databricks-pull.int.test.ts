@@ -111,6 +111,14 @@ describe.each(storeVariants())('Databricks sources pulled by the manager on $nam
       [...fake.store.traces.values()].map((t) => `main.agents/${t.hex}`).sort(),
     );
     expect((await state()).lastError).toBeUndefined();
+    // The API reads one by that id (its slash encoded in the path).
+    const id = page.items[0]?.traceId as string;
+    const res = await app.server.inject({
+      method: 'GET',
+      url: `/v1alpha1/traces/${encodeURIComponent(id)}`,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().trace).toMatchObject({ traceId: id });
   });
 
   it('a second 401 puts the source in error with a clear lastError and no secret', async () => {
