@@ -239,10 +239,7 @@ export class DatabricksFake {
 
   private v3Create(id: string, json: Record<string, unknown>, res: ServerResponse) {
     const t = this.experimentTrace(id, res);
-    if (t === undefined) return;
-    const made = this.store.createAssessment(t, (json.assessment ?? {}) as Record<string, unknown>);
-    if (typeof made === 'string') return this.refuse(res, `v3 create: ${made}`);
-    sendJson(res, 200, { assessment: made });
+    if (t !== undefined) this.store.answerV3Create(t, json, res);
   }
 
   private v3Update(
@@ -252,23 +249,11 @@ export class DatabricksFake {
     res: ServerResponse,
   ) {
     const t = this.experimentTrace(id, res);
-    if (t === undefined) return;
-    const out = this.store.updateAssessment(
-      t,
-      assessmentId,
-      (json.assessment ?? {}) as Record<string, unknown>,
-      json.update_mask,
-    );
-    if (out === 'not-found') {
-      return sendError(res, 404, 'RESOURCE_DOES_NOT_EXIST', 'no such assessment');
-    }
-    if (typeof out === 'string') return this.refuse(res, `v3 update: ${out}`);
-    sendJson(res, 200, { assessment: out });
+    if (t !== undefined) this.store.answerV3Update(t, assessmentId, json, res);
   }
 
   private refuse(res: ServerResponse, why: string) {
-    this.violations.push(why);
-    sendError(res, 400, 'INVALID_PARAMETER_VALUE', why);
+    this.store.refuse(res, why);
   }
 
   private experimentTrace(id: string, res: ServerResponse): StoredTrace | undefined {

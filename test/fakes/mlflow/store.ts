@@ -170,6 +170,34 @@ export class MlflowStoreFake {
     return stored;
   }
 
+  /** Answers a v3 create (`{assessment}` in and out); a refused one is a violation. */
+  answerV3Create(t: StoredTrace, json: Record<string, unknown>, res: ServerResponse) {
+    const made = this.createAssessment(t, (json.assessment ?? {}) as Record<string, unknown>);
+    if (typeof made === 'string') return this.refuse(res, `v3 create: ${made}`);
+    sendJson(res, 200, { assessment: made });
+  }
+
+  /** Answers a v3 update (`{assessment, update_mask}` in, `{assessment}` out). */
+  answerV3Update(t: StoredTrace, id: string, json: Record<string, unknown>, res: ServerResponse) {
+    const out = this.updateAssessment(
+      t,
+      id,
+      (json.assessment ?? {}) as Record<string, unknown>,
+      json.update_mask,
+    );
+    if (out === 'not-found') {
+      return sendError(res, 404, 'RESOURCE_DOES_NOT_EXIST', 'no such assessment');
+    }
+    if (typeof out === 'string') return this.refuse(res, `v3 update: ${out}`);
+    sendJson(res, 200, { assessment: out });
+  }
+
+  /** A request against the contract: recorded, and answered 400 as MLflow does. */
+  refuse(res: ServerResponse, why: string): void {
+    this.violations.push(why);
+    sendError(res, 400, 'INVALID_PARAMETER_VALUE', why);
+  }
+
   updateAssessment(
     t: StoredTrace,
     id: string,

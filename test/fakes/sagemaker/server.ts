@@ -193,13 +193,7 @@ export class SageMakerFake {
 
   private create(id: string, json: Record<string, unknown>, res: ServerResponse) {
     const t = this.trace(id, res);
-    if (t === undefined) return;
-    const made = this.store.createAssessment(t, (json.assessment ?? {}) as Record<string, unknown>);
-    if (typeof made === 'string') {
-      this.violations.push(`create: ${made}`);
-      return sendError(res, 400, 'INVALID_PARAMETER_VALUE', made);
-    }
-    sendJson(res, 200, { assessment: made });
+    if (t !== undefined) this.store.answerV3Create(t, json, res);
   }
 
   private update(
@@ -209,18 +203,6 @@ export class SageMakerFake {
     res: ServerResponse,
   ) {
     const t = this.trace(id, res);
-    if (t === undefined) return;
-    const out = this.store.updateAssessment(
-      t,
-      assessmentId,
-      (json.assessment ?? {}) as Record<string, unknown>,
-      json.update_mask,
-    );
-    if (out === 'not-found') return sendError(res, 404, 'RESOURCE_DOES_NOT_EXIST', 'no assessment');
-    if (typeof out === 'string') {
-      this.violations.push(`update: ${out}`);
-      return sendError(res, 400, 'INVALID_PARAMETER_VALUE', out);
-    }
-    sendJson(res, 200, { assessment: out });
+    if (t !== undefined) this.store.answerV3Update(t, assessmentId, json, res);
   }
 }

@@ -15,7 +15,12 @@ import { writeAssessments } from './assessments.js';
 import { bearerAuth, type MlflowAuth } from './auth.js';
 import { MlflowErrors } from './error-codes.js';
 import { createMlflowRest, type MlflowAnswer, type MlflowRest } from './rest.js';
-import { type ConvertOptions, spansFromArtifact, spansFromBatchGet } from './spans.js';
+import {
+  batchGetEntries,
+  type ConvertOptions,
+  spansFromArtifact,
+  spansFromBatchGet,
+} from './spans.js';
 import { spansLocation, traceHeader } from './trace-info.js';
 
 /**
@@ -65,7 +70,8 @@ const SEARCH_PATH = '/api/3.0/mlflow/traces/search';
 const BATCH_GET_PATH = '/api/3.0/mlflow/traces/batchGet';
 const ARTIFACT_PATH = '/ajax-api/2.0/mlflow/get-trace-artifact';
 
-function pageSizeOf(n: number | undefined, fallback: number): number {
+/** A page size within what MLflow accepts; `fallback` when none is given. */
+export function pageSizeOf(n: number | undefined, fallback: number): number {
   if (n === undefined || !Number.isFinite(n) || n <= 0) return fallback;
   return Math.min(MAX_PAGE_SIZE, Math.max(1, Math.floor(n)));
 }
@@ -330,13 +336,7 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
         return;
       }
       if (ok(answer)) {
-        const entries = new Map<string, Record<string, unknown>>();
-        for (const t of Array.isArray(answer.json.traces) ? answer.json.traces : []) {
-          const info = isRecord(t) && isRecord(t.trace_info) ? t.trace_info : undefined;
-          if (info !== undefined && typeof info.trace_id === 'string' && isRecord(t)) {
-            entries.set(info.trace_id, t);
-          }
-        }
+        const entries = batchGetEntries(answer.json);
         for (const h of chunk) {
           const entry = entries.get(h.storeId);
           // Left out (spans not in the tracking store, or not complete): the artifact has them.

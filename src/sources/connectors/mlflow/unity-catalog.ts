@@ -11,10 +11,10 @@ import {
 import { isRecord } from '../json-rest.js';
 import { type AssessmentRoutes, UPDATE_MASK, writeAssessments } from './assessments.js';
 import type { MlflowAuth } from './auth.js';
-import { BATCH_GET_SIZE, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './connector.js';
+import { BATCH_GET_SIZE, DEFAULT_PAGE_SIZE, pageSizeOf } from './connector.js';
 import { MlflowErrors } from './error-codes.js';
 import { createMlflowRest, type MlflowRest } from './rest.js';
-import { spansFromBatchGet } from './spans.js';
+import { batchGetEntries, spansFromBatchGet } from './spans.js';
 import { traceHeader } from './trace-info.js';
 
 /**
@@ -105,11 +105,6 @@ function assessmentRoutes(warehouse: string): AssessmentRoutes {
     }),
     assessmentOf: (body) => body,
   };
-}
-
-function pageSizeOf(n: number | undefined, fallback: number): number {
-  if (n === undefined || !Number.isFinite(n) || n <= 0) return fallback;
-  return Math.min(MAX_PAGE_SIZE, Math.max(1, Math.floor(n)));
 }
 
 export function createUnityCatalogConnector(options: UnityCatalogOptions): TraceStoreConnector {
@@ -252,13 +247,7 @@ export function createUnityCatalogConnector(options: UnityCatalogOptions): Trace
           what: 'traces/batchGet',
           ...(signal === undefined ? {} : { signal }),
         });
-        const entries = new Map<string, Record<string, unknown>>();
-        for (const t of Array.isArray(json.traces) ? json.traces : []) {
-          const info = isRecord(t) && isRecord(t.trace_info) ? t.trace_info : undefined;
-          if (info !== undefined && typeof info.trace_id === 'string' && isRecord(t)) {
-            entries.set(info.trace_id, t);
-          }
-        }
+        const entries = batchGetEntries(json);
         for (const h of chunk) {
           const entry = entries.get(h.storeId);
           out.set(
