@@ -103,6 +103,16 @@ describe('sources over REST', () => {
         {
           variant: 'databricks',
           endpoint: 'https://x.cloud.databricks.com',
+          locations: ['main.agents.trace_'],
+        },
+        400,
+        'SOURCE_UNSUPPORTED',
+        'spec.locations[0]',
+      ],
+      [
+        {
+          variant: 'databricks',
+          endpoint: 'https://x.cloud.databricks.com',
           locations: ['main.agents'],
         },
         400,

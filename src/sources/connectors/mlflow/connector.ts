@@ -364,26 +364,29 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
     const unique = new Map<string, TraceHeader>();
     for (const h of headers) if (!unique.has(h.storeId)) unique.set(h.storeId, h);
     const batched: TraceHeader[] = [];
+    // A few requests at once: one at a time leaves the store (and the pull) mostly waiting.
+    const tasks: (() => Promise<void>)[] = [];
     for (const h of unique.values()) {
       signal?.throwIfAborted();
       // Only the tracking store serves batchGet; elsewhere (artifact or archive store, or an
-      // older trace that does not say) the artifact route reads them.
+      // older trace that does not say) the artifact route reads them. Downloads from a store's
+      // own storage (Databricks) run beside each other too.
       if (batchGetServed && spansLocation(h) === 'TRACKING_STORE') batched.push(h);
+      else if (options.artifacts !== undefined) tasks.push(() => fromArtifact(h));
       else await fromArtifact(h);
     }
-    // A few batches at once: one at a time leaves the store (and the pull) mostly waiting.
-    const chunks: TraceHeader[][] = [];
     for (let i = 0; i < batched.length; i += BATCH_GET_SIZE) {
-      chunks.push(batched.slice(i, i + BATCH_GET_SIZE));
+      const chunk = batched.slice(i, i + BATCH_GET_SIZE);
+      tasks.push(() => fromBatchGet(chunk));
     }
     let next = 0;
     const worker = async () => {
-      while (next < chunks.length) {
+      while (next < tasks.length) {
         signal?.throwIfAborted();
-        await fromBatchGet(chunks[next++] as TraceHeader[]);
+        await (tasks[next++] as () => Promise<void>)();
       }
     };
-    await Promise.all(Array.from({ length: Math.min(FETCH_CONCURRENCY, chunks.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(FETCH_CONCURRENCY, tasks.length) }, worker));
     return out;
   }
 
