@@ -134,6 +134,24 @@ describe.each(storeVariants())('Databricks sources pulled by the manager on $nam
     expect(fake.tokenRequests - before).toBe(1);
   });
 
+  it('a token endpoint answering an HTML page puts the source in error, naming only the media type', async () => {
+    fake.tokenFault = {
+      status: 200,
+      contentType: 'text/html; charset=utf-8',
+      body: `<html><body>Sign in ${fake.clientSecret}</body></html>`,
+    };
+    try {
+      await manager.tick();
+    } finally {
+      fake.tokenFault = undefined;
+    }
+    const s = await state();
+    expect(s.phase).toBe('error');
+    expect(s.lastError).toMatch(
+      /^MLFLOW_BAD_RESPONSE: Databricks token endpoint at 127\.0\.0\.1:\d+ answered text\/html without an access token$/,
+    );
+  });
+
   it('a search past five minutes is retried at the next pull, the watermark intact', async () => {
     fake.searchDurationMs = 6 * MIN;
     const initial = (await state()).watermark;
