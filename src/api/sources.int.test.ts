@@ -76,6 +76,8 @@ describe('sources over REST', () => {
       headers: { authorization: `Bearer ${key}` },
     });
 
+  const SAGEMAKER_ARN = 'arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/t';
+
   it('refuses what the spec refuses, each with its code and path', async () => {
     const cases: [Record<string, unknown>, number, string, string?][] = [
       [{ variant: 'azureml' }, 400, 'SOURCE_VARIANT_REFUSED'],
@@ -96,6 +98,16 @@ describe('sources over REST', () => {
         },
         400,
         'SOURCE_UNSUPPORTED',
+      ],
+      [
+        {
+          variant: 'databricks',
+          endpoint: 'https://x.cloud.databricks.com',
+          locations: ['main.agents.trace_'],
+        },
+        400,
+        'SOURCE_UNSUPPORTED',
+        'spec.locations[0]',
       ],
       [
         {
@@ -126,12 +138,54 @@ describe('sources over REST', () => {
       [
         {
           variant: 'sagemaker',
-          endpoint: 'https://x.example.com',
+          endpoint: 'https://us-east-1.experiments.sagemaker.aws',
           auth: { sigv4: { arn: 'arn:aws:sagemaker:us-east-1:1:mlflow-tracking-server/t' } },
         },
-        501,
-        'SOURCE_NOT_SUPPORTED_YET',
+        400,
+        'SOURCE_INVALID',
+        'spec.auth.sigv4.arn',
       ],
+      // The signature goes only to SageMaker's own hosts of the ARN's region, over https.
+      ...[
+        'https://x.example.com',
+        'https://us-west-2.experiments.sagemaker.aws',
+        'http://us-east-1.experiments.sagemaker.aws',
+        'https://us-east-1.experiments.sagemaker.aws.example.com',
+      ].map((endpoint): [Record<string, unknown>, number, string, string] => [
+        { variant: 'sagemaker', endpoint, auth: { sigv4: { arn: SAGEMAKER_ARN } } },
+        400,
+        'SOURCE_ENDPOINT_REFUSED',
+        'spec.endpoint',
+      ]),
+      // Valid managed endpoints whose credential is not granted for their host.
+      ...[
+        {
+          variant: 'sagemaker',
+          endpoint: 'https://us-east-1.experiments.sagemaker.aws',
+          auth: { sigv4: { arn: SAGEMAKER_ARN } },
+        },
+        {
+          variant: 'sagemaker',
+          endpoint: 'https://vpce-0a1b2c-3d4e.experiments.sagemaker.us-east-1.vpce.amazonaws.com',
+          auth: { sigv4: { arn: SAGEMAKER_ARN } },
+        },
+        {
+          variant: 'sagemaker',
+          endpoint: 'https://mlflow.sagemaker.us-east-1.app.aws',
+          auth: { sigv4: { arn: 'arn:aws:sagemaker:us-east-1:123456789012:mlflow-app/app-1' } },
+        },
+        { variant: 'databricks', endpoint: 'https://x.cloud.databricks.com', locations: ['12'] },
+        {
+          variant: 'databricks',
+          endpoint: 'https://x.cloud.databricks.com',
+          locations: ['main.agents'],
+          auth: { databricks: { clientId: 'sp', sqlWarehouseId: 'wh' } },
+        },
+      ].map((spec): [Record<string, unknown>, number, string] => [
+        spec,
+        403,
+        'CREDENTIAL_NOT_GRANTED',
+      ]),
       [{ endpoint: 'http://10.1.2.3:5000' }, 400, 'SOURCE_ENDPOINT_REFUSED'],
       [{ endpoint: 'http://169.254.169.254/latest' }, 400, 'SOURCE_ENDPOINT_REFUSED'],
       [{ maxTraceDuration: '0s' }, 400, 'SOURCE_INVALID', 'spec.maxTraceDuration'],

@@ -15,7 +15,9 @@ import { FaultProxy } from '../support/fault-proxy.js';
  * - `seeded()`: at least five finished traces already in the store, with at least three distinct
  *   start times (the suite splits the window between two of them);
  * - `readScores(storeId)`: the scores the store holds on a trace, as (name, value) pairs, read
- *   with the store's own API, so a duplicate shows as two entries.
+ *   with the store's own API, so a duplicate shows as two entries;
+ * - `traceIds`: the form of the ids traces get in Touchstone, when not the OpenTelemetry trace id
+ *   (32 lowercase hex); Databricks catalog schemas prefix it with `catalog.schema/`.
  */
 export interface ConformanceBackend {
   endpoint: string;
@@ -23,6 +25,7 @@ export interface ConformanceBackend {
   connector(endpoint: string, credential: string): TraceStoreConnector;
   seeded(): Promise<{ storeId: string; startMs: number }[]>;
   readScores(storeId: string): Promise<{ name: string; value: unknown }[]>;
+  traceIds?: RegExp;
 }
 
 function noSecret(err: unknown, secret: string): void {
@@ -69,7 +72,7 @@ export function connectorConformance(
         for (const h of page.traces) {
           expect(h.startMs).toBeGreaterThanOrEqual(fromMs);
           expect(h.startMs).toBeLessThan(toMs);
-          expect(h.traceId).toMatch(/^[0-9a-f]{32}$/);
+          expect(h.traceId).toMatch(b.traceIds ?? /^[0-9a-f]{32}$/);
         }
         ids.push(...page.traces.map((h) => h.storeId));
         pageToken = page.nextPageToken;

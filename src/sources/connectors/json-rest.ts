@@ -21,11 +21,29 @@ export interface RestCall {
   signal?: AbortSignal;
 }
 
+/** A request as it will be sent, for a signer that needs the exact URL and body. */
+export interface PreparedRequest {
+  method: HttpMethod;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** The call's cancellation, for a signer that makes requests of its own (a token exchange). */
+  signal?: AbortSignal;
+}
+
+/** Gives the headers to send (and the URL, when signing re-encodes it). */
+export type RequestSigner = (
+  request: PreparedRequest,
+) => Promise<{ headers: Record<string, string>; url?: string }>;
+
 export interface RestEndpoint {
   /** The host the messages name. */
   readonly host: string;
-  /** Sends `call` as JSON with `headers` (besides accept and content-type). */
-  request(call: RestCall, headers: Record<string, string>): Promise<HttpResponse>;
+  /**
+   * Sends `call` as JSON with `headers` (besides accept and content-type), or with what `sign`
+   * makes of the prepared request.
+   */
+  request(call: RestCall, headers: Record<string, string> | RequestSigner): Promise<HttpResponse>;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {
@@ -73,16 +91,31 @@ export function restEndpoint(
 
   return {
     host: base.host,
-    request(call, extra) {
-      const headers: Record<string, string> = { accept: 'application/json', ...extra };
+    async request(call, extra) {
+      let headers: Record<string, string> = {
+        accept: 'application/json',
+        ...(typeof extra === 'function' ? {} : extra),
+      };
       let body: string | undefined;
       if (call.body !== undefined) {
         headers['content-type'] = 'application/json';
         body = JSON.stringify(call.body);
       }
+      let target = url(call);
+      if (typeof extra === 'function') {
+        const signed = await extra({
+          method: call.method,
+          url: target,
+          headers,
+          ...(body === undefined ? {} : { body }),
+          ...(call.signal === undefined ? {} : { signal: call.signal }),
+        });
+        headers = signed.headers;
+        target = signed.url ?? target;
+      }
       return http.request({
         method: call.method,
-        url: url(call),
+        url: target,
         headers,
         ...(body === undefined ? {} : { body }),
         ...(call.maxResponseBytes === undefined ? {} : { maxResponseBytes: call.maxResponseBytes }),

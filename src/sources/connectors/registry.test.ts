@@ -43,12 +43,12 @@ describe('connector registry', () => {
     );
   });
 
-  it('builds only what this build creates: Databricks and SageMaker are declared, azureml refused', () => {
+  it('builds every type and the Databricks and SageMaker variants; azureml is refused', () => {
     expect(BUILTIN_CONNECTORS.types()).toEqual(['mlflow', 'phoenix', 'langfuse']);
     expect(BUILTIN_CONNECTORS.variants()).toEqual(['databricks', 'sagemaker', 'azureml']);
     expect(BUILTIN_CONNECTORS.find('mlflow', undefined)).toBeDefined();
-    expect(BUILTIN_CONNECTORS.find('mlflow', 'databricks')).toBeUndefined();
-    expect(BUILTIN_CONNECTORS.find('mlflow', 'sagemaker')).toBeUndefined();
+    expect(BUILTIN_CONNECTORS.find('mlflow', 'databricks')).toBeDefined();
+    expect(BUILTIN_CONNECTORS.find('mlflow', 'sagemaker')).toBeDefined();
     expect(BUILTIN_CONNECTORS.find('mlflow', 'azureml')).toBeUndefined();
     expect(BUILTIN_CONNECTORS.get('mlflow', 'databricks')?.manifest.capabilities).toContain(
       'long-running-search',

@@ -2,7 +2,7 @@ import { isTouchstoneError, type Score } from '../../../core/index.js';
 import type { WriteBackItem, WriteBackOutcome } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { MlflowErrors } from './error-codes.js';
-import type { MlflowRest } from './rest.js';
+import type { MlflowCall, MlflowRest } from './rest.js';
 
 /**
  * Write-back as MLflow feedback assessments: one per (trace, policy, metric), named after the
@@ -24,7 +24,7 @@ function sourceType(item: WriteBackItem): 'HUMAN' | 'LLM_JUDGE' | 'CODE' {
 }
 
 /** The PATCH update mask: protobuf FieldMask JSON is one comma-separated string. */
-const UPDATE_MASK = 'feedback,rationale';
+export const UPDATE_MASK = 'feedback,rationale';
 
 interface RemoteAssessment {
   id: string;
@@ -65,13 +65,55 @@ function remoteAssessments(info: unknown): RemoteAssessment[] {
   return out;
 }
 
+/**
+ * Where a flavour of MLflow keeps assessments: the v3 routes wrap the assessment in
+ * `{assessment}` and take the update mask in the body; Databricks' v4 routes (catalog schemas)
+ * take and give the bare assessment, with the mask and the SQL warehouse in the query.
+ */
+export interface AssessmentRoutes {
+  /** Reads the trace's info, whose `assessments` are the ones already there. */
+  info(storeId: string): Omit<MlflowCall, 'what' | 'signal'>;
+  create(storeId: string, assessment: Record<string, unknown>): Omit<MlflowCall, 'what' | 'signal'>;
+  update(
+    storeId: string,
+    id: string,
+    patch: Record<string, unknown>,
+  ): Omit<MlflowCall, 'what' | 'signal'>;
+  /** The assessment in a create or update answer. */
+  assessmentOf(body: Record<string, unknown>): unknown;
+}
+
 function pathOf(storeId: string, assessmentId?: string): string {
   const base = `/api/3.0/mlflow/traces/${encodeURIComponent(storeId)}/assessments`;
   return assessmentId === undefined ? base : `${base}/${encodeURIComponent(assessmentId)}`;
 }
 
-function assessmentIdOf(body: Record<string, unknown>, what: string, rest: MlflowRest): string {
-  const a = body.assessment;
+/** The open-source (and Databricks experiment, SageMaker) routes. */
+export const V3_ASSESSMENTS: AssessmentRoutes = {
+  info: (storeId) => ({
+    method: 'GET',
+    path: `/api/3.0/mlflow/traces/${encodeURIComponent(storeId)}`,
+  }),
+  create: (storeId, assessment) => ({
+    method: 'POST',
+    path: pathOf(storeId),
+    body: { assessment },
+  }),
+  update: (storeId, id, patch) => ({
+    method: 'PATCH',
+    path: pathOf(storeId, id),
+    body: { assessment: patch, update_mask: UPDATE_MASK },
+  }),
+  assessmentOf: (body) => body.assessment,
+};
+
+function assessmentIdOf(
+  body: Record<string, unknown>,
+  what: string,
+  rest: MlflowRest,
+  routes: AssessmentRoutes,
+): string {
+  const a = routes.assessmentOf(body);
   if (isRecord(a) && typeof a.assessment_id === 'string' && a.assessment_id !== '') {
     return a.assessment_id;
   }
@@ -82,6 +124,7 @@ export async function writeAssessments(
   rest: MlflowRest,
   items: readonly WriteBackItem[],
   signal?: AbortSignal,
+  routes: AssessmentRoutes = V3_ASSESSMENTS,
 ): Promise<WriteBackOutcome[]> {
   // The assessments on each trace, read at most once per call (several metrics share a trace).
   const existing = new Map<string, Promise<RemoteAssessment[]>>();
@@ -91,8 +134,7 @@ export async function writeAssessments(
     if (found === undefined) {
       found = rest
         .expectOk({
-          method: 'GET',
-          path: `/api/3.0/mlflow/traces/${encodeURIComponent(storeId)}`,
+          ...routes.info(storeId),
           what: 'traces/get-info',
           ...(signal === undefined ? {} : { signal }),
         })
@@ -106,15 +148,10 @@ export async function writeAssessments(
 
   async function update(item: WriteBackItem, assessmentId: string): Promise<string | undefined> {
     const answer = await rest.send({
-      method: 'PATCH',
-      path: pathOf(item.storeId, assessmentId),
-      body: {
-        assessment: {
-          feedback: { value: feedbackValue(item.score) },
-          ...(item.score.explanation === undefined ? {} : { rationale: item.score.explanation }),
-        },
-        update_mask: UPDATE_MASK,
-      },
+      ...routes.update(item.storeId, assessmentId, {
+        feedback: { value: feedbackValue(item.score) },
+        ...(item.score.explanation === undefined ? {} : { rationale: item.score.explanation }),
+      }),
       what: 'assessments/update',
       ...(signal === undefined ? {} : { signal }),
     });
@@ -123,7 +160,7 @@ export async function writeAssessments(
     if (answer.status < 200 || answer.status >= 300 || !isRecord(answer.json)) {
       throw rest.failure(answer, 'assessments/update');
     }
-    return assessmentIdOf(answer.json, 'assessments/update', rest);
+    return assessmentIdOf(answer.json, 'assessments/update', rest, routes);
   }
 
   async function writeOne(item: WriteBackItem): Promise<WriteBackOutcome> {
@@ -140,21 +177,17 @@ export async function writeAssessments(
       if (id !== undefined) return { status: 'updated', remoteId: id };
     }
     const created = await rest.expectOk({
-      method: 'POST',
-      path: pathOf(item.storeId),
-      body: {
-        assessment: {
-          assessment_name: item.metric,
-          trace_id: item.storeId,
-          source: { source_type: sourceType(item), source_id: sourceId },
-          feedback: { value: feedbackValue(item.score) },
-          ...(item.score.explanation === undefined ? {} : { rationale: item.score.explanation }),
-        },
-      },
+      ...routes.create(item.storeId, {
+        assessment_name: item.metric,
+        trace_id: item.storeId,
+        source: { source_type: sourceType(item), source_id: sourceId },
+        feedback: { value: feedbackValue(item.score) },
+        ...(item.score.explanation === undefined ? {} : { rationale: item.score.explanation }),
+      }),
       what: 'assessments/create',
       ...(signal === undefined ? {} : { signal }),
     });
-    const id = assessmentIdOf(created, 'assessments/create', rest);
+    const id = assessmentIdOf(created, 'assessments/create', rest, routes);
     (await onTrace(item.storeId)).push({
       id,
       name: item.metric,

@@ -12,9 +12,15 @@ import {
 } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { writeAssessments } from './assessments.js';
+import { bearerAuth, type MlflowAuth } from './auth.js';
 import { MlflowErrors } from './error-codes.js';
-import { createMlflowRest, type MlflowAnswer } from './rest.js';
-import { type ConvertOptions, spansFromArtifact, spansFromBatchGet } from './spans.js';
+import { createMlflowRest, type MlflowAnswer, type MlflowRest } from './rest.js';
+import {
+  batchGetEntries,
+  type ConvertOptions,
+  spansFromArtifact,
+  spansFromBatchGet,
+} from './spans.js';
 import { spansLocation, traceHeader } from './trace-info.js';
 
 /**
@@ -32,6 +38,15 @@ export interface MlflowConnectorOptions {
   http: HttpClient;
   /** The bearer token, read for every request (so a rotated credential is picked up). */
   token?: () => string | undefined;
+  /** How requests are authorized, instead of `token` (a service principal, a signature). */
+  auth?: MlflowAuth;
+  /** Names the store in messages; `MLflow` by default. */
+  product?: string;
+  /**
+   * Reads the spans of a trace whose spans batchGet does not serve; MLflow's trace artifact
+   * route by default. With it, batchGet is not used at all.
+   */
+  artifacts?: ArtifactReader;
   /** Page size when a list query names none: 1 to 500, default 100 (MLflow's own default). */
   pageSize?: number;
   /** Longest string attribute kept, as for pushed traces. Default `traces.max_attribute_bytes`. */
@@ -55,7 +70,8 @@ const SEARCH_PATH = '/api/3.0/mlflow/traces/search';
 const BATCH_GET_PATH = '/api/3.0/mlflow/traces/batchGet';
 const ARTIFACT_PATH = '/ajax-api/2.0/mlflow/get-trace-artifact';
 
-function pageSizeOf(n: number | undefined, fallback: number): number {
+/** A page size within what MLflow accepts; `fallback` when none is given. */
+export function pageSizeOf(n: number | undefined, fallback: number): number {
   if (n === undefined || !Number.isFinite(n) || n <= 0) return fallback;
   return Math.min(MAX_PAGE_SIZE, Math.max(1, Math.floor(n)));
 }
@@ -73,8 +89,21 @@ function routeMissing(answer: MlflowAnswer): boolean {
   return answer.status === 404 && answer.errorCode === undefined;
 }
 
+/** Reads one trace's spans from where the store keeps them outside its tracking store. */
+export type ArtifactReader = (
+  rest: MlflowRest,
+  header: TraceHeader,
+  convert: ConvertOptions,
+  signal?: AbortSignal,
+) => Promise<FetchedTrace>;
+
 export function createMlflowConnector(options: MlflowConnectorOptions): TraceStoreConnector {
-  const rest = createMlflowRest(options);
+  const rest = createMlflowRest({
+    endpoint: options.endpoint,
+    http: options.http,
+    auth: options.auth ?? bearerAuth(options.token ?? (() => undefined)),
+    ...(options.product === undefined ? {} : { product: options.product }),
+  });
   const defaultPageSize = pageSizeOf(options.pageSize, DEFAULT_PAGE_SIZE);
   const convert: ConvertOptions = {
     maxAttributeBytes: options.maxAttributeBytes ?? DEFAULT_CONNECTOR_SETTINGS.maxAttributeBytes,
@@ -84,7 +113,7 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
   const locations = [...new Set(options.locations.map((l) => l.trim()).filter((l) => l !== ''))];
   let experimentIds: Promise<string[]> | undefined;
   // Cleared when the server turns out not to serve batchGet (an older 3.x): artifacts only.
-  let batchGetServed = true;
+  let batchGetServed = options.artifacts === undefined;
 
   // ------------------------------------------------------------------------------------------
   // Experiments
@@ -239,6 +268,10 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
     });
 
     async function fromArtifact(header: TraceHeader): Promise<void> {
+      if (options.artifacts !== undefined) {
+        out.set(header.storeId, await options.artifacts(rest, header, convert, signal));
+        return;
+      }
       let answer: MlflowAnswer;
       try {
         answer = await rest.send({
@@ -303,13 +336,7 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
         return;
       }
       if (ok(answer)) {
-        const entries = new Map<string, Record<string, unknown>>();
-        for (const t of Array.isArray(answer.json.traces) ? answer.json.traces : []) {
-          const info = isRecord(t) && isRecord(t.trace_info) ? t.trace_info : undefined;
-          if (info !== undefined && typeof info.trace_id === 'string' && isRecord(t)) {
-            entries.set(info.trace_id, t);
-          }
-        }
+        const entries = batchGetEntries(answer.json);
         for (const h of chunk) {
           const entry = entries.get(h.storeId);
           // Left out (spans not in the tracking store, or not complete): the artifact has them.
@@ -337,26 +364,29 @@ export function createMlflowConnector(options: MlflowConnectorOptions): TraceSto
     const unique = new Map<string, TraceHeader>();
     for (const h of headers) if (!unique.has(h.storeId)) unique.set(h.storeId, h);
     const batched: TraceHeader[] = [];
+    // A few requests at once: one at a time leaves the store (and the pull) mostly waiting.
+    const tasks: (() => Promise<void>)[] = [];
     for (const h of unique.values()) {
       signal?.throwIfAborted();
       // Only the tracking store serves batchGet; elsewhere (artifact or archive store, or an
-      // older trace that does not say) the artifact route reads them.
-      if (spansLocation(h) === 'TRACKING_STORE') batched.push(h);
+      // older trace that does not say) the artifact route reads them. Downloads from a store's
+      // own storage (Databricks) run beside each other too.
+      if (batchGetServed && spansLocation(h) === 'TRACKING_STORE') batched.push(h);
+      else if (options.artifacts !== undefined) tasks.push(() => fromArtifact(h));
       else await fromArtifact(h);
     }
-    // A few batches at once: one at a time leaves the store (and the pull) mostly waiting.
-    const chunks: TraceHeader[][] = [];
     for (let i = 0; i < batched.length; i += BATCH_GET_SIZE) {
-      chunks.push(batched.slice(i, i + BATCH_GET_SIZE));
+      const chunk = batched.slice(i, i + BATCH_GET_SIZE);
+      tasks.push(() => fromBatchGet(chunk));
     }
     let next = 0;
     const worker = async () => {
-      while (next < chunks.length) {
+      while (next < tasks.length) {
         signal?.throwIfAborted();
-        await fromBatchGet(chunks[next++] as TraceHeader[]);
+        await (tasks[next++] as () => Promise<void>)();
       }
     };
-    await Promise.all(Array.from({ length: Math.min(FETCH_CONCURRENCY, chunks.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(FETCH_CONCURRENCY, tasks.length) }, worker));
     return out;
   }
 

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { defineConnector, type SourceConnection } from '../../connector.js';
 import { SourceErrors } from '../../error-codes.js';
+import { createDatabricksConnector } from './databricks-connector.js';
 import { MLFLOW_DEFAULTS, mlflowConnection } from './factory.js';
+import { isCatalogSchema } from './unity-catalog.js';
 
 /**
  * MLflow on Databricks: numeric experiment ids, or Unity Catalog `catalog.schema` locations read
@@ -9,11 +11,13 @@ import { MLFLOW_DEFAULTS, mlflowConnection } from './factory.js';
  */
 
 const EXPERIMENT_ID = /^\d+$/;
-const CATALOG_SCHEMA = /^[^.\s]+\.[^.\s]+$/;
 
-const isSchema = (location: string) => CATALOG_SCHEMA.test(location);
+const isSchema = isCatalogSchema;
 
-function databricksAuth(spec: SourceConnection): { clientId?: unknown; sqlWarehouseId?: unknown } {
+function databricksAuth(spec: Pick<SourceConnection, 'auth'>): {
+  clientId?: unknown;
+  sqlWarehouseId?: unknown;
+} {
   const auth = spec.auth?.databricks;
   return typeof auth === 'object' && auth !== null ? auth : {};
 }
@@ -65,7 +69,7 @@ export const databricks = defineConnector({
     type: 'mlflow',
     variant: 'databricks',
     description:
-      'MLflow on Databricks: experiment ids, or catalog schemas through a SQL warehouse; not built yet.',
+      'MLflow on Databricks: experiment ids, or catalog schemas through a SQL warehouse; a token or a service principal.',
     capabilities: ['list', 'fetch', 'write-back', 'long-running-search'],
     auth: {
       key: 'databricks',
@@ -81,5 +85,18 @@ export const databricks = defineConnector({
       }
     }),
     defaults: MLFLOW_DEFAULTS,
+  },
+  create: (config, ctx) => {
+    const { clientId, sqlWarehouseId } = databricksAuth(config);
+    return createDatabricksConnector({
+      endpoint: config.endpoint,
+      locations: config.locations,
+      http: ctx.http,
+      ...(ctx.credential === undefined ? {} : { credential: ctx.credential }),
+      ...(typeof clientId === 'string' ? { clientId } : {}),
+      ...(typeof sqlWarehouseId === 'string' ? { sqlWarehouseId } : {}),
+      ...(ctx.settings.pageSize === undefined ? {} : { pageSize: ctx.settings.pageSize }),
+      maxAttributeBytes: ctx.settings.maxAttributeBytes,
+    });
   },
 });

@@ -36,4 +36,17 @@ export const MlflowErrors = defineErrors({
     kind: 'unimplemented',
     doc: 'The MLflow server has no v3 trace API (`/api/3.0/mlflow/traces/search` is missing); MLflow 3.x is required.',
   },
+  MLFLOW_TOKEN_REFUSED: {
+    kind: 'permission_denied',
+    doc: "Databricks' token endpoint (`<endpoint>/oidc/v1/token`) refused the service principal's client id and OAuth secret (a 4xx); check `auth.databricks.clientId`, the secret the credential names, and that the service principal belongs to the workspace.",
+  },
+  MLFLOW_SEARCH_TIMEOUT: {
+    kind: 'unavailable',
+    retryable: true,
+    doc: 'A Databricks catalog-schema trace search did not finish within five minutes of polling in one pull; the source retries it at its next pull, its watermark unchanged.',
+  },
+  MLFLOW_CREDENTIAL_INVALID: {
+    kind: 'failed_precondition',
+    doc: 'The credential a source names has the wrong form: SageMaker wants a JSON object with `access_key_id`, `secret_access_key` and optionally `session_token`.',
+  },
 });

@@ -35,7 +35,11 @@ export function mlflowConnection(
       }
       more?.(spec, issue);
     })
-    .transform((spec) => ({ endpoint: spec.endpoint, locations: spec.locations }));
+    .transform((spec) => ({
+      endpoint: spec.endpoint,
+      locations: spec.locations,
+      auth: spec.auth ?? {},
+    }));
 }
 
 export const mlflow = defineConnector({

@@ -1,6 +1,7 @@
 import type { TouchstoneError } from '../../../core/index.js';
 import { type HttpClient, isRetryableStatus } from '../../../net/index.js';
 import { isRecord, mediaTypeOf, type RestCall, restEndpoint } from '../json-rest.js';
+import { bearerAuth, type MlflowAuth } from './auth.js';
 import { MlflowErrors } from './error-codes.js';
 import { JsonSyntaxError, parseLosslessJson } from './lossless-json.js';
 
@@ -29,7 +30,10 @@ export interface MlflowAnswer {
 export interface MlflowRestOptions {
   endpoint: string;
   http: HttpClient;
-  token?: () => string | undefined;
+  /** How requests are authorized; none when absent. */
+  auth?: MlflowAuth;
+  /** Names the store in messages (`MLflow`, `Databricks`, `SageMaker MLflow`). */
+  product?: string;
 }
 
 export interface MlflowRest {
@@ -58,13 +62,24 @@ export function createMlflowRest(options: MlflowRestOptions): MlflowRest {
     MlflowErrors.MLFLOW_REQUEST_REFUSED(m),
   );
   const host = endpoint.host;
+  const auth = options.auth ?? bearerAuth(() => undefined);
+  const product = options.product ?? 'MLflow';
+
+  async function request(call: MlflowCall) {
+    let sent: Record<string, string> = {};
+    const sign: MlflowAuth['sign'] = async (prepared) => {
+      const signed = await auth.sign(prepared);
+      sent = signed.headers;
+      return signed;
+    };
+    const res = await endpoint.request(call, sign);
+    if (res.status !== 401 || auth.renew === undefined) return res;
+    // An exchanged token the workspace no longer takes: one fresh token, one more try.
+    return (await auth.renew(sent, call.signal)) ? endpoint.request(call, auth.sign) : res;
+  }
 
   async function send(call: MlflowCall): Promise<MlflowAnswer> {
-    const token = options.token?.();
-    const res = await endpoint.request(
-      call,
-      token !== undefined && token !== '' ? { authorization: `Bearer ${token}` } : {},
-    );
+    const res = await request(call);
     const mediaType = mediaTypeOf(res);
     const answer: MlflowAnswer = { status: res.status, mediaType, json: undefined };
     if (res.retryAfterSeconds !== undefined) answer.retryAfterSeconds = res.retryAfterSeconds;
@@ -83,7 +98,7 @@ export function createMlflowRest(options: MlflowRestOptions): MlflowRest {
   }
 
   function failure(answer: MlflowAnswer, what: string): TouchstoneError {
-    const where = `MLflow at ${host} (${what})`;
+    const where = `${product} at ${host} (${what})`;
     const code = answer.errorCode === undefined ? '' : ` ${answer.errorCode}`;
     const retry =
       answer.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: answer.retryAfterSeconds };

@@ -279,6 +279,18 @@ function convertSpans(
   return { spans };
 }
 
+/** The `traces[]` entries of a batchGet answer, by trace id. */
+export function batchGetEntries(answer: Json): Map<string, Json> {
+  const entries = new Map<string, Json>();
+  for (const t of Array.isArray(answer.traces) ? answer.traces : []) {
+    const info = isRecord(t) && isRecord(t.trace_info) ? t.trace_info : undefined;
+    if (info !== undefined && typeof info.trace_id === 'string' && isRecord(t)) {
+      entries.set(info.trace_id, t);
+    }
+  }
+  return entries;
+}
+
 /** The spans of one batchGet `traces[]` entry. */
 export function spansFromBatchGet(
   entry: Json,
