@@ -182,7 +182,7 @@ function TraceRow({ trace, project }: { trace: TraceSummary; project: string }) 
         <Text value={trace.service} />
       </td>
       <td>
-        <a href={href(`/traces/${trace.traceId}`, { project })}>
+        <a href={href(`/traces/${encodeURIComponent(trace.traceId)}`, { project })}>
           <Text value={trace.name === '' ? trace.traceId : trace.name} clamp={80} />
         </a>
       </td>
