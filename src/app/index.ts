@@ -133,7 +133,13 @@ async function assemble(
   const { redactor, limits, completer } = ingest;
   const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
   const events = webhooks.emitter;
-  const sourcing = buildSources(config, { ...base, env, redactor, limits });
+  const sourcing = buildSources(config, {
+    ...base,
+    env,
+    redactor,
+    limits,
+    runs: () => runs,
+  });
   const { sinks, manager: sourceManager, writeBacks, service: sources } = sourcing;
   const { engine, service: policies } = buildPolicies(config, {
     ...base,
