@@ -16,6 +16,7 @@ import type { RunService } from '../runs/index.js';
 import {
   type ConnectorSettings,
   compileOverrides,
+  FeedbackSink,
   findConnector,
   type ParsedSource,
   SourceDirectory,
@@ -85,7 +86,11 @@ export function buildSourcePulling(
     logger,
     redactText: (text) => redactor.redactText(text),
   });
-  return { directory, sinks: [new SourceResultSink({ directory, clock })], manager, writeBacks };
+  const sinks = [
+    new SourceResultSink({ directory, clock }),
+    new FeedbackSink({ directory, clock }),
+  ];
+  return { directory, sinks, manager, writeBacks };
 }
 
 /** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */

@@ -143,6 +143,7 @@ async function assemble(
   const { sinks, manager: sourceManager, writeBacks, service: sources } = sourcing;
   const { engine, service: policies } = buildPolicies(config, {
     ...base,
+    checkSink: (sink, project, path) => sources.checkSink(sink, project, path),
     evaluation,
     events,
     sinks,

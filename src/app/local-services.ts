@@ -27,8 +27,15 @@ export function localPolicies(config: Config, store: Store, env: Env): LocalServ
   const logger = silent();
   const http = createJudgeHttpClient(config);
   const evaluation = createEvaluationService(config, { http, env, clock: systemClock, logger });
+  const sources = createSourceService(config, { store, clock: systemClock, env, logger });
   return {
-    service: createPolicyService(config, { store, clock: systemClock, evaluation, logger }),
+    service: createPolicyService(config, {
+      store,
+      clock: systemClock,
+      evaluation,
+      logger,
+      checkSink: (sink, project, path) => sources.checkSink(sink, project, path),
+    }),
     close: () => http.close(),
   };
 }

@@ -1,6 +1,7 @@
 import { type AuditLogger, authorize, type Principal } from '../auth/index.js';
-import { type Clock, isTouchstoneError } from '../core/index.js';
+import { type Clock, isTouchstoneError, TouchstoneError } from '../core/index.js';
 import type { OutboundGuard } from '../net/index.js';
+import type { PolicySink } from '../policies/index.js';
 import type { ApplyOptions } from '../resources/index.js';
 import { ResourceService, sinceMs } from '../resources/index.js';
 import type { DeadLetter, SourceRecord, SourceState, Store } from '../store/index.js';
@@ -10,6 +11,7 @@ import { SourceErrors } from './error-codes.js';
 import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
 import { windowsAt } from './schedule.js';
 import { initialSchedule } from './scheduler.js';
+import { sinkSource } from './sinks.js';
 import type { SourcePhase } from './states.js';
 
 /** What the service needs of credential grants (src/net's resolver fits it). */
@@ -241,6 +243,32 @@ export class SourceService extends ResourceService<
       this.deps.onChange?.();
       return this.get(caller, source.project, name);
     });
+  }
+
+  /**
+   * Checks a policy's `trace_feedback` sink as a source writing back to the same store would be
+   * checked (connector fields, write-back capability, endpoint rules, credential grant), with the
+   * fields named under `path` (`spec.sinks[0]`).
+   */
+  async checkSink(sink: PolicySink, project: string, path: string): Promise<void> {
+    try {
+      await this.check(sinkSource('sink', sink, this.deps.connectors), project);
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      const under = (p: string) =>
+        p === 'spec.writeBack.enabled' ? `${path}.connector` : p.replace(/^spec\b/, path);
+      const details =
+        err.details.length > 0
+          ? err.details.map((d) => ({ ...d, path: under(d.path) }))
+          : [{ path, message: err.message }];
+      // The same error (code, kind), its fields named where the policy holds them.
+      const { code, kind, retryable } = err;
+      throw new TouchstoneError(
+        { code, kind, retryable, doc: '' },
+        err.message.replace(/^invalid source/, 'invalid sink'),
+        { details },
+      );
+    }
   }
 
   /** Everything the shape cannot say: support, endpoint, credential grant, policies. */
