@@ -82,6 +82,8 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
         data_dir: dataDir,
         log_level: 'silent',
         sources: { allow_hosts: ['127.0.0.1'] },
+        // The fake's traces ask `question <n>`: the snapshot must hold the redacted text.
+        traces: { redaction: { patterns: ['question [0-9]+'] } },
         ...store.overrides,
       },
     });
@@ -143,6 +145,11 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
       },
     });
     expect(await recordIds(run!.id)).toEqual([before.traceId, last.traceId]);
+    // Redacted and normalized before the snapshot is stored.
+    const snapshot = JSON.stringify((await app.store.runs.get(run!.id, { spec: true }))?.spec);
+    expect(snapshot).toContain('[REDACTED]');
+    expect(snapshot).not.toMatch(/question [0-9]/);
+    expect(snapshot).toContain('"trajectory"');
     expect(await status()).toMatchObject({
       lastRunId: run!.id,
       lastScheduledAt: '2026-11-22T11:00:00.000Z',

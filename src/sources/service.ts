@@ -178,8 +178,13 @@ export class SourceService extends ResourceService<
         await tx.sources.saveState(
           source.spec.schedule === undefined ? fresh : { ...fresh, schedule: initialSchedule(now) },
         );
-      } else if (source.spec.schedule !== undefined && state.schedule === undefined) {
-        await tx.sources.saveState({ ...state, schedule: initialSchedule(now), nextPullAt: now });
+      } else if (source.spec.schedule !== undefined) {
+        // Looked at again at once: a changed cron may make a window due sooner.
+        await tx.sources.saveState({
+          ...state,
+          schedule: state.schedule ?? initialSchedule(now),
+          nextPullAt: now,
+        });
       }
       return stored;
     });
