@@ -127,6 +127,11 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     const last = fake.add(2, at('10:59:59.999'));
     const boundary = fake.add(3, at('11:00:00'));
     fake.add(4, at('09:59:59.999'));
+    await app.webhooks.service.apply(OPEN_PRINCIPAL, {
+      name: 'runs',
+      url: 'https://hooks.example.com/runs',
+      events: ['WEBHOOK_EVENT_RUN_FINISHED'],
+    });
     await apply();
     const manager = replica(app);
     await tickAt(manager, '10:59:59.999');
@@ -165,6 +170,10 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     const done = await app.runs.get(OPEN_PRINCIPAL, undefined, run!.id);
     expect(done).toMatchObject({ status: 'RUN_STATUS_SUCCEEDED' });
     expect(JSON.stringify(done.summaries)).toContain('tool-errors');
+    const deliveries = await app.webhooks.service.deliveries(OPEN_PRINCIPAL, undefined, 'runs', {
+      pageSize: 10,
+    });
+    expect(deliveries.items.map((d) => d.runId)).toEqual([run!.id]);
     const listed = await app.server.inject({ url: '/v1alpha1/runs' });
     expect(listed.json().runs.map((r: { id: string }) => r.id)).toContain(run!.id);
 

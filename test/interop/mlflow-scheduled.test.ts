@@ -1,22 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callJson, eventually } from '../support/process.js';
 import {
-  callJson,
-  eventually,
-  freePort,
-  type ServerProcess,
-  startServer,
-} from '../support/process.js';
-import {
-  type FixtureTraces,
   MLFLOW_PYTHON,
   MLFLOW_SKIP_REASON,
   type MlflowServer,
   makeTraces,
   startMlflowServer,
 } from './mlflow/mlflow-server.js';
+import { startTouchstone, type Touchstone } from './touchstone-server.js';
 
 /**
  * A scheduled source against a real MLflow 3.x server: `touchstone serve` evaluates the traces
@@ -25,12 +16,7 @@ import {
  * TOUCHSTONE_INTEROP_MLFLOW_PYTHON; skipped without it.
  */
 
-if (MLFLOW_PYTHON === undefined) {
-  describe('scheduled source against a live MLflow server', () => {
-    it.skip(`skipped: ${MLFLOW_SKIP_REASON}`, () => {});
-  });
-}
-
+const live = MLFLOW_PYTHON !== undefined;
 const EXPERIMENT = 'touchstone-scheduled';
 
 interface RunView {
@@ -41,57 +27,35 @@ interface RunView {
   spec: { dataset: { records: { id: string; trajectory?: unknown[] }[] } };
 }
 
-describe.skipIf(MLFLOW_PYTHON === undefined)(
-  'scheduled source against a live MLflow server',
-  () => {
-    let mlflow: MlflowServer | undefined;
-    let touchstone: ServerProcess | undefined;
-    let dir = '';
-    let base = '';
-    let traces: FixtureTraces;
+describe('scheduled source against a live MLflow server', () => {
+  let mlflow: MlflowServer | undefined;
+  let touchstone: Touchstone | undefined;
+  let base = '';
 
-    beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'touchstone-mlflow-scheduled-'));
-      const port = await freePort();
-      base = `http://127.0.0.1:${port}`;
-      writeFileSync(
-        join(dir, 'config.yaml'),
-        ['log_level: warn', 'sources:', "  allow_hosts: ['127.0.0.1']", ''].join('\n'),
-      );
-      const [m, t] = await Promise.allSettled([
-        startMlflowServer(MLFLOW_PYTHON as string),
-        startServer([
-          '--data-dir',
-          join(dir, 'data'),
-          '--listen',
-          `127.0.0.1:${port}`,
-          '--config',
-          join(dir, 'config.yaml'),
-        ]),
-      ]);
-      if (m.status === 'fulfilled') mlflow = m.value;
-      if (t.status === 'fulfilled') touchstone = t.value;
-      if (m.status === 'rejected') throw m.reason;
-      if (t.status === 'rejected') throw t.reason;
-    }, 240_000);
+  beforeAll(async () => {
+    if (!live) return;
+    const [m, t] = await Promise.allSettled([
+      startMlflowServer(MLFLOW_PYTHON as string),
+      startTouchstone(["sources: {allow_hosts: ['127.0.0.1']}"]),
+    ]);
+    if (m.status === 'fulfilled') mlflow = m.value;
+    if (t.status === 'fulfilled') touchstone = t.value;
+    if (m.status === 'rejected') throw m.reason;
+    if (t.status === 'rejected') throw t.reason;
+    base = touchstone?.base ?? '';
+  }, 240_000);
+  afterAll(async () => {
+    await touchstone?.stop();
+    await mlflow?.stop();
+  }, 60_000);
 
-    afterAll(async () => {
-      const proc = touchstone?.proc;
-      if (proc !== undefined && proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        await touchstone?.exited;
-      }
-      await mlflow?.stop();
-      if (dir !== '') rmSync(dir, { recursive: true, force: true });
-    }, 60_000);
-
-    it('evaluates the window the traces fall in as a batch run', async () => {
+  it.skipIf(!live)(
+    'evaluates the window the traces fall in as a batch run',
+    async () => {
       const server = mlflow as MlflowServer;
       // Windows end every minute and reach five minutes back: the first window ending after the
       // traces are made holds them all, however long making them takes (under five minutes).
-      await makeTraces(server, EXPERIMENT).then((made) => {
-        traces = made;
-      });
+      const traces = await makeTraces(server, EXPERIMENT);
       await callJson(base, 'POST', '/v1alpha1/sources', {
         apiVersion: 'touchstone.dev/v1alpha1',
         kind: 'TraceSource',
@@ -129,6 +93,9 @@ describe.skipIf(MLFLOW_PYTHON === undefined)(
       const source = await callJson(base, 'GET', '/v1alpha1/sources/mlflow-windows');
       expect(source.status.lastScheduledAt).toBeDefined();
       expect(source.status.missedWindows).toBe(0);
-    }, 300_000);
-  },
-);
+    },
+    300_000,
+  );
+
+  it.skipIf(live)(`skipped: ${MLFLOW_SKIP_REASON}`, () => {});
+});

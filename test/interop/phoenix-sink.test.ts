@@ -1,15 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentTrace, protobufBody, recordSpans } from '../support/otel.js';
-import {
-  callJson,
-  eventually,
-  freePort,
-  type ServerProcess,
-  startServer,
-} from '../support/process.js';
+import { callJson, eventually } from '../support/process.js';
 import {
   PHOENIX_PYTHON,
   PHOENIX_SKIP_REASON,
@@ -17,6 +7,7 @@ import {
   startPhoenixServer,
   traceAnnotations,
 } from './phoenix/phoenix-server.js';
+import { exportToBoth, startTouchstone, type Touchstone } from './touchstone-server.js';
 
 /**
  * The `trace_feedback` sink against a real Phoenix server: one agent trace exported over OTLP to
@@ -25,70 +16,38 @@ import {
  * through Phoenix's REST API. Needs TOUCHSTONE_INTEROP_PHOENIX_PYTHON; skipped without it.
  */
 
-if (PHOENIX_PYTHON === undefined) {
-  describe('trace_feedback sink against a live Phoenix server', () => {
-    it.skip(`skipped: ${PHOENIX_SKIP_REASON}`, () => {});
-  });
-}
-
+const live = PHOENIX_PYTHON !== undefined;
 const PROJECT = 'touchstone-sink';
 const POLICY = 'agent-health';
 const KEY_VAR = 'PHOENIX_SINK_API_KEY';
 
-describe.skipIf(PHOENIX_PYTHON === undefined)(
-  'trace_feedback sink against a live Phoenix server',
-  () => {
-    let phoenix: PhoenixServer | undefined;
-    let touchstone: ServerProcess | undefined;
-    let dir = '';
-    let base = '';
+describe('trace_feedback sink against a live Phoenix server', () => {
+  let phoenix: PhoenixServer | undefined;
+  let touchstone: Touchstone | undefined;
 
-    beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'touchstone-phoenix-sink-'));
-      const port = await freePort();
-      base = `http://127.0.0.1:${port}`;
-      writeFileSync(
-        join(dir, 'config.yaml'),
-        [
-          'log_level: warn',
-          'online:',
-          '  poll_interval: 100ms',
-          'traces:',
-          '  completion_grace: 1s',
-          'sources:',
-          "  allow_hosts: ['127.0.0.1']",
-          'credentials:',
-          '  grants:',
-          `    - {env: ${KEY_VAR}, projects: [default], hosts: ['127.0.0.1']}`,
-          '',
-        ].join('\n'),
-      );
-      phoenix = await startPhoenixServer(PHOENIX_PYTHON as string);
-      touchstone = await startServer(
-        [
-          '--data-dir',
-          join(dir, 'data'),
-          '--listen',
-          `127.0.0.1:${port}`,
-          '--config',
-          join(dir, 'config.yaml'),
-        ],
-        { [KEY_VAR]: phoenix.apiKey },
-      );
-    }, 240_000);
+  beforeAll(async () => {
+    if (!live) return;
+    phoenix = await startPhoenixServer(PHOENIX_PYTHON as string);
+    touchstone = await startTouchstone(
+      [
+        'online: {poll_interval: 100ms}',
+        'traces: {completion_grace: 1s}',
+        "sources: {allow_hosts: ['127.0.0.1']}",
+        `credentials: {grants: [{env: ${KEY_VAR}, projects: [default], hosts: ['127.0.0.1']}]}`,
+      ],
+      { [KEY_VAR]: phoenix.apiKey },
+    );
+  }, 240_000);
+  afterAll(async () => {
+    await touchstone?.stop();
+    await phoenix?.stop();
+  }, 60_000);
 
-    afterAll(async () => {
-      const proc = touchstone?.proc;
-      if (proc !== undefined && proc.exitCode === null && proc.signalCode === null) {
-        proc.kill('SIGTERM');
-        await touchstone?.exited;
-      }
-      await phoenix?.stop();
-      if (dir !== '') rmSync(dir, { recursive: true, force: true });
-    }, 60_000);
-
-    it("writes a pushed trace's scores onto the same trace in Phoenix", async () => {
+  it.skipIf(!live)(
+    "writes a pushed trace's scores onto the same trace in Phoenix",
+    async () => {
       const server = phoenix as PhoenixServer;
+      const base = (touchstone as Touchstone).base;
       await callJson(base, 'POST', '/v1alpha1/policies', {
         apiVersion: 'touchstone.dev/v1alpha1',
         kind: 'OnlineEvalPolicy',
@@ -106,24 +65,11 @@ describe.skipIf(PHOENIX_PYTHON === undefined)(
           ],
         },
       });
-      let traceId = '';
-      const resource = { 'service.name': 'agent', 'openinference.project.name': PROJECT };
-      const spans = recordSpans(resource, (tracer) => {
-        traceId = agentTrace(tracer, { fail: true });
-      });
-      const body = protobufBody(spans);
-      // The agent exports to both: Phoenix's OTLP endpoint (into the project) and Touchstone.
-      for (const [url, headers] of [
-        [`${server.base}/v1/traces`, { authorization: `Bearer ${server.apiKey}` }],
-        [`${base}/v1/traces`, {}],
-      ] as const) {
-        const res = await fetch(url, {
-          method: 'POST',
-          body,
-          headers: { 'content-type': 'application/x-protobuf', ...headers },
-        });
-        expect(res.status).toBe(200);
-      }
+      const traceId = await exportToBoth(
+        { url: `${server.base}/v1/traces`, headers: { authorization: `Bearer ${server.apiKey}` } },
+        base,
+        { 'openinference.project.name': PROJECT },
+      );
       const annotations = await eventually(async () => {
         const found = await traceAnnotations(server, PROJECT, traceId).catch(() => []);
         return found.length > 0 ? found : undefined;
@@ -135,6 +81,9 @@ describe.skipIf(PHOENIX_PYTHON === undefined)(
           result: expect.objectContaining({ score: 1 }),
         }),
       ]);
-    }, 180_000);
-  },
-);
+    },
+    180_000,
+  );
+
+  it.skipIf(live)(`skipped: ${PHOENIX_SKIP_REASON}`, () => {});
+});
