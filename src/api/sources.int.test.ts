@@ -328,5 +328,18 @@ describe('touchstone source (CLI, local data dir)', () => {
     const got = JSON.parse(cli(['source', 'get', 'feed', ...base], env).stdout);
     expect(got.status.phase).toBe('paused');
     expect(JSON.stringify(got)).not.toContain(SENTINEL);
+
+    // A scheduled source's run spec is checked on the data dir too, against this build's evaluators.
+    const hourly = join(dir, 'hourly.yaml');
+    const scheduled = (ref: string) =>
+      `apiVersion: touchstone.dev/v1alpha1\nkind: TraceSource\nmetadata: {name: hourly}\nspec:\n  connector: mlflow\n  endpoint: http://127.0.0.1:5000\n  locations: [agent]\n  schedule: {cron: "0 * * * *", window: 1h}\n  runSpec: {evaluators: [{ref: ${ref}}]}\n`;
+    writeFileSync(hourly, scheduled('no-such-evaluator'));
+    const unknown = cli(['source', 'apply', '-f', hourly, '--dry-run', ...base], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('spec.runSpec.evaluators[0].ref');
+    writeFileSync(hourly, scheduled('tool-errors'));
+    expect(cli(['source', 'apply', '-f', hourly, '--dry-run', ...base], env).stdout).toContain(
+      'valid: source hourly',
+    );
   }, 180_000);
 });
