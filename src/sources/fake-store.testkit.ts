@@ -36,7 +36,14 @@ export class FakeStore implements TraceStoreConnector {
   add(
     i: number,
     startMs: number,
-    opts: { inProgress?: boolean; tool?: string; fail?: boolean; storeId?: string } = {},
+    opts: {
+      inProgress?: boolean;
+      tool?: string;
+      fail?: boolean;
+      storeId?: string;
+      /** The agent's answer (default `answer`). */
+      output?: string;
+    } = {},
   ): FakeTrace {
     const traceId = i.toString(16).padStart(32, '0');
     const ns = (ms: number) => `${BigInt(ms) * 1_000_000n}`;
@@ -73,7 +80,7 @@ export class FakeStore implements TraceStoreConnector {
       spans: [
         span('00000000000000a1', '', 'agent', {
           'input.value': `question ${i}`,
-          'output.value': 'answer',
+          'output.value': opts.output ?? 'answer',
         }),
         span(
           '00000000000000a2',

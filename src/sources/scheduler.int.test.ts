@@ -322,6 +322,30 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     expect(await status()).toMatchObject({ pulled: 10_000 });
   }, 120_000);
 
+  it.runIf(variant.name === 'sqlite')(
+    'stops a snapshot at 64 MiB and records the truncation on the run',
+    async () => {
+      // 3500 traces whose records hold an 8 KiB answer several times: about 90 MiB of records.
+      const answer = 'x'.repeat(8 * 1024);
+      for (let i = 1; i <= 3500; i++) fake.add(i, at('10:00:00') + i * 300, { output: answer });
+      await apply();
+      await tickAt(replica(app), '11:00:00');
+      const [run] = await runs();
+      expect(run?.labels[WINDOW_LABELS.truncated]).toBe('snapshot-bytes');
+      const spec = (await app.store.runs.get(run!.id, { spec: true }))?.spec as {
+        dataset: { records: unknown[] };
+      };
+      const bytes = spec.dataset.records.reduce<number>(
+        (n, r) => n + Buffer.byteLength(JSON.stringify(r)),
+        0,
+      );
+      expect(bytes).toBeLessThanOrEqual(64 * 1024 * 1024);
+      expect(bytes).toBeGreaterThan(63 * 1024 * 1024);
+      expect(spec.dataset.records.length).toBeLessThan(3500);
+    },
+    180_000,
+  );
+
   it('two replicas: one evaluates a window, the other takes over from the stored cursor', async () => {
     fake.add(1, at('10:30:00'));
     fake.add(2, at('11:30:00'));
