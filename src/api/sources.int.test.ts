@@ -41,7 +41,12 @@ describe('sources over REST', () => {
       overrides: {
         data_dir: dataDir,
         log_level: 'info',
-        auth: {},
+        // Admins here may not create runs, so neither may they apply a scheduled source.
+        auth: {
+          rules: [
+            { effect: 'deny', when: 'action == "runs.create" && "admin" in principal.roles' },
+          ],
+        },
         sources: { allow_hosts: ['127.0.0.1'] },
         credentials: {
           grants: [{ env: 'MLFLOW_TOKEN', projects: ['shop'], hosts: ['127.0.0.1'] }],
@@ -217,6 +222,53 @@ describe('sources over REST', () => {
     expect((await call('GET', '/v1alpha1/sources/bad')).statusCode).toBe(404);
   });
 
+  it('checks a scheduled source as a run of its window: permission, evaluators, judge, gates', async () => {
+    const shopOwner = (await app.keys.create(OPEN_PRINCIPAL, { project: 'shop', roles: ['owner'] }))
+      .secret;
+    const hourly = (runSpec: Record<string, unknown>, schedule = {}) =>
+      source('hourly', { schedule: { cron: '0 * * * *', window: '1h', ...schedule }, runSpec });
+    const good = hourly({ evaluators: [{ ref: 'tool-errors' }], gates: ['tool-errors >= 0.9'] });
+    // sources.write alone is not enough: the source creates runs.
+    const denied = await call('POST', '/v1alpha1/sources', good);
+    expect(denied.statusCode).toBe(403);
+    expect(denied.json().error.message).toContain('runs.create');
+    const cases: [Record<string, unknown>, string][] = [
+      [hourly({ evaluators: [{ ref: 'no-such-evaluator' }] }), 'spec.runSpec.evaluators[0].ref'],
+      [hourly({ evaluators: [{ ref: 'tool-errors' }], judge: 'nope' }), 'spec.runSpec.judge'],
+      [
+        hourly({ evaluators: [{ ref: 'tool-errors' }], gates: ['helpfulness >= 1'] }),
+        'spec.runSpec.gates[0]',
+      ],
+      [
+        hourly({
+          evaluators: [{ ref: 'tool-errors' }],
+          target: { http: { url: 'https://a.example.com' } },
+        }),
+        'spec.runSpec.target',
+      ],
+      [
+        hourly({ evaluators: [{ ref: 'tool-errors' }] }, { cron: '0 0 * * * *' }),
+        'spec.schedule.cron',
+      ],
+      [hourly({ evaluators: [{ ref: 'tool-errors' }] }, { window: 0 }), 'spec.schedule.window'],
+    ];
+    for (const [body, path] of cases) {
+      const res = await call('POST', '/v1alpha1/sources?validate_only=true', body, shopOwner);
+      expect({ path, status: res.statusCode, code: res.json().error.code }).toEqual({
+        path,
+        status: 400,
+        code: 'SOURCE_INVALID',
+      });
+      expect(res.json().error.details.map((d: { path: string }) => d.path)).toContain(path);
+    }
+    const applied = await call('POST', '/v1alpha1/sources', good, shopOwner);
+    expect(applied.statusCode).toBe(200);
+    expect(applied.json().status).toMatchObject({ missedWindows: 0 });
+    expect(
+      (await call('DELETE', '/v1alpha1/sources/hourly', undefined, shopOwner)).statusCode,
+    ).toBe(200);
+  });
+
   it('applies, shows status, pauses, resumes, backfills and deletes; the credential never shows', async () => {
     const dry = await call('POST', '/v1alpha1/sources?validate_only=true', source('feed'));
     expect(dry.statusCode).toBe(200);
@@ -330,5 +382,18 @@ describe('touchstone source (CLI, local data dir)', () => {
     const got = JSON.parse(cli(['source', 'get', 'feed', ...base], env).stdout);
     expect(got.status.phase).toBe('paused');
     expect(JSON.stringify(got)).not.toContain(SENTINEL);
+
+    // A scheduled source's run spec is checked on the data dir too, against this build's evaluators.
+    const hourly = join(dir, 'hourly.yaml');
+    const scheduled = (ref: string) =>
+      `apiVersion: touchstone.dev/v1alpha1\nkind: TraceSource\nmetadata: {name: hourly}\nspec:\n  connector: mlflow\n  endpoint: http://127.0.0.1:5000\n  locations: [agent]\n  schedule: {cron: "0 * * * *", window: 1h}\n  runSpec: {evaluators: [{ref: ${ref}}]}\n`;
+    writeFileSync(hourly, scheduled('no-such-evaluator'));
+    const unknown = cli(['source', 'apply', '-f', hourly, '--dry-run', ...base], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('spec.runSpec.evaluators[0].ref');
+    writeFileSync(hourly, scheduled('tool-errors'));
+    expect(cli(['source', 'apply', '-f', hourly, '--dry-run', ...base], env).stdout).toContain(
+      'valid: source hourly',
+    );
   }, 180_000);
 });

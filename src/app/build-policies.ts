@@ -9,6 +9,7 @@ import {
   PolicyEngine,
   type PolicyEventSink,
   PolicyService,
+  type PolicyServiceDeps,
   type ResultSink,
 } from '../policies/index.js';
 import type { Redactor } from '../redaction/index.js';
@@ -72,6 +73,8 @@ export function createPolicyService(
     evaluation: EvaluationService;
     logger: Logger;
     onChange?: () => void;
+    /** Checks `trace_feedback` sinks (the source service's checkSink); absent: sinks refused. */
+    checkSink?: PolicyServiceDeps['checkSink'];
   },
 ): PolicyService {
   return new PolicyService({
@@ -87,13 +90,14 @@ export function createPolicyService(
     }),
     logger: deps.logger,
     ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+    ...(deps.checkSink === undefined ? {} : { checkSink: deps.checkSink }),
   });
 }
 
 /** The online scoring engine and the policy service that wakes it when a policy changes. */
 export function buildPolicies(
   config: Readonly<Config>,
-  deps: Parameters<typeof buildPolicyEngine>[1],
+  deps: Parameters<typeof buildPolicyEngine>[1] & { checkSink?: PolicyServiceDeps['checkSink'] },
 ): { engine: PolicyEngine; service: PolicyService } {
   const engine = buildPolicyEngine(config, deps);
   const service = createPolicyService(config, {

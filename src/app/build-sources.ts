@@ -12,9 +12,11 @@ import {
   proxySettingsFromConfig,
 } from '../net/index.js';
 import type { Redactor } from '../redaction/index.js';
+import type { RunService } from '../runs/index.js';
 import {
   type ConnectorSettings,
   compileOverrides,
+  FeedbackSink,
   findConnector,
   type ParsedSource,
   SourceDirectory,
@@ -23,11 +25,13 @@ import {
   type SourceManagerDeps,
   SourceResultSink,
   SourceService,
+  type SourceServiceDeps,
   type TraceStoreConnector,
   WriteBackWriter,
 } from '../sources/index.js';
 import type { Store } from '../store/index.js';
 import type { BuildBase } from './base.js';
+import type { RunsParts } from './build-runs.js';
 import { closes } from './lifecycle.js';
 
 /**
@@ -41,6 +45,8 @@ export function buildSourcePulling(
     redactor: Redactor;
     limits: SpanLimits;
     connector: SourceManagerDeps['connector'];
+    /** The runs scheduled sources create (built after sources). */
+    runs: () => Pick<RunsParts, 'service' | 'executor'>;
   },
 ) {
   const { store, clock, logger, metrics, redactor, connector } = deps;
@@ -58,6 +64,8 @@ export function buildSourcePulling(
     clock,
     connector,
     write: (trace, adjust) => pulled.write(trace, adjust),
+    snapshot: (trace, adjust) => pulled.snapshot(trace, adjust),
+    onRunCreated: () => deps.runs().executor.wake(),
     overrides: (source) => {
       const project = source.project ?? 'default';
       return compileOverrides(source, project, (field, reason) =>
@@ -78,7 +86,11 @@ export function buildSourcePulling(
     logger,
     redactText: (text) => redactor.redactText(text),
   });
-  return { directory, sinks: [new SourceResultSink({ directory, clock })], manager, writeBacks };
+  const sinks = [
+    new SourceResultSink({ directory, clock }),
+    new FeedbackSink({ directory, clock }),
+  ];
+  return { directory, sinks, manager, writeBacks };
 }
 
 /** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */
@@ -98,6 +110,20 @@ function credentialResolver(config: Readonly<Config>, env: Record<string, string
   });
 }
 
+/**
+ * Checks a scheduled source's run spec as a run of the window would be created: with the
+ * caller's permissions, a stand-in record for the window's traces, and nothing stored.
+ */
+export function scheduledRunCheck(runs: () => RunService): SourceServiceDeps['checkRunSpec'] {
+  return async (caller, runSpec, project) => {
+    await runs().create(
+      caller,
+      { name: 'scheduled-window', project, dataset: { records: [{ input: '' }] }, ...runSpec },
+      { validateOnly: true },
+    );
+  };
+}
+
 /** The source resource's service as configured (the server and the CLI's local mode build it). */
 export function createSourceService(
   config: Readonly<Config>,
@@ -107,6 +133,7 @@ export function createSourceService(
     env: Record<string, string | undefined>;
     logger: Logger;
     onChange?: () => void;
+    checkRunSpec?: SourceServiceDeps['checkRunSpec'];
   },
 ): SourceService {
   const credentials = credentialResolver(config, deps.env);
@@ -118,6 +145,7 @@ export function createSourceService(
     supported: (connector, variant) => findConnector(connector, variant) !== undefined,
     logger: deps.logger,
     ...(deps.onChange === undefined ? {} : { onChange: deps.onChange }),
+    ...(deps.checkRunSpec === undefined ? {} : { checkRunSpec: deps.checkRunSpec }),
   });
 }
 
@@ -176,6 +204,7 @@ export function buildSources(
   const pulling = buildSourcePulling(config, { ...deps, connector });
   const service = createSourceService(config, {
     ...deps,
+    checkRunSpec: scheduledRunCheck(() => deps.runs().service),
     onChange: () => {
       pulling.directory.invalidate();
       pulling.manager.wake();

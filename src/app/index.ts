@@ -133,10 +133,17 @@ async function assemble(
   const { redactor, limits, completer } = ingest;
   const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
   const events = webhooks.emitter;
-  const sourcing = buildSources(config, { ...base, env, redactor, limits });
+  const sourcing = buildSources(config, {
+    ...base,
+    env,
+    redactor,
+    limits,
+    runs: () => runs,
+  });
   const { sinks, manager: sourceManager, writeBacks, service: sources } = sourcing;
   const { engine, service: policies } = buildPolicies(config, {
     ...base,
+    checkSink: (sink, project, path) => sources.checkSink(sink, project, path),
     evaluation,
     events,
     sinks,

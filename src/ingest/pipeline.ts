@@ -211,22 +211,9 @@ export class PulledTraceWriter {
     trace: PulledTrace,
     adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
   ): Promise<boolean> {
-    const { store, redactor, clock, observer } = this.deps;
-    const limited = limitSpans(trace.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
-    // In slices, as pushed spans are: a pulled trace of megabytes of text must not hold the event
-    // loop (health checks, requests) while it is scanned.
-    const spans = await redactor.redactSpansInSlices(limited, nextTurn);
-    const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
-    const now = clock.now();
-    const pending: PendingTrace = {
-      project: trace.project,
-      traceId: trace.traceId,
-      lastSpanAt: now,
-      labels,
-      source: trace.source,
-    };
-    let normalized = this.deps.normalize(spans, pending);
-    if (adjust !== undefined) normalized = adjust(normalized);
+    const { store, observer } = this.deps;
+    const { spans, labels, pending, normalized } = await this.prepare(trace, adjust);
+    const now = pending.lastSpanAt;
     const digest = recordDigest(normalized.record);
     observer?.onReceived(spans.length, 1);
     const changed = await store.withTransaction(async (tx) => {
@@ -259,6 +246,39 @@ export class PulledTraceWriter {
     });
     observer?.onStored(spans.length, 0);
     return changed;
+  }
+
+  /**
+   * The trace's record as it would be stored (limits, redaction, normalization, overrides), and
+   * nothing stored: a scheduled source's window snapshot.
+   */
+  async snapshot(
+    trace: PulledTrace,
+    adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
+  ): Promise<EvalRecord> {
+    return (await this.prepare(trace, adjust)).normalized.record;
+  }
+
+  private async prepare(
+    trace: PulledTrace,
+    adjust?: (normalized: NormalizedTrace) => NormalizedTrace,
+  ) {
+    const { redactor, clock } = this.deps;
+    const limited = limitSpans(trace.spans, this.deps.limits ?? DEFAULT_SPAN_LIMITS);
+    // In slices, as pushed spans are: a pulled trace of megabytes of text must not hold the event
+    // loop (health checks, requests) while it is scanned.
+    const spans = await redactor.redactSpansInSlices(limited, nextTurn);
+    const labels = redactor.redactLabels({ ...trace.labels, source: trace.source });
+    const pending: PendingTrace = {
+      project: trace.project,
+      traceId: trace.traceId,
+      lastSpanAt: clock.now(),
+      labels,
+      source: trace.source,
+    };
+    let normalized = this.deps.normalize(spans, pending);
+    if (adjust !== undefined) normalized = adjust(normalized);
+    return { spans, labels, pending, normalized };
   }
 }
 

@@ -35,9 +35,11 @@ export {
   KIND,
   type ParsedPolicy,
   PolicyResourceSchema,
+  type PolicySink,
   PolicySpecSchema,
   PROJECT_LABEL,
   parsePolicy,
+  SinkSchema,
 } from './resource.js';
 export { ScoreQueries, type ScoresEntry, scoresEntry } from './scores.js';
 export type { ScoreSeries, SeriesAlert, SeriesPoint } from './series.js';

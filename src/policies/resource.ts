@@ -61,6 +61,22 @@ const AlertSchema = z.strictObject({
     .optional(),
 });
 
+/**
+ * A `trace_feedback` sink: where the policy's scores of pushed traces are written back (an
+ * MLflow, Phoenix or Langfuse store the traces were also exported to). The connection fields are
+ * a TraceSource's; the connector checks them (docs/sinks.md).
+ */
+export const SinkSchema = z.strictObject({
+  type: z.literal('trace_feedback'),
+  connector: z.string().min(1).max(64),
+  variant: z.string().min(1).max(64).optional(),
+  endpoint: z.string().min(1).max(2048),
+  locations: z.array(z.string().min(1).max(512)).max(100).optional(),
+  credentials: z.record(z.string(), z.string()).optional(),
+  auth: z.record(z.string(), z.unknown()).optional(),
+});
+export type PolicySink = z.infer<typeof SinkSchema>;
+
 export const PolicySpecSchema = z.strictObject({
   /** CEL over the trace; absent = every trace of the project. */
   selector: expression.optional(),
@@ -78,6 +94,8 @@ export const PolicySpecSchema = z.strictObject({
   /** Judge tokens (input + output) this policy may spend per UTC day; judge stages skip beyond. */
   dailyJudgeTokens: z.number().int().min(1).optional(),
   disabled: z.boolean().default(false),
+  /** Where the scores of pushed traces are also written (`trace_feedback`); at most 8. */
+  sinks: z.array(SinkSchema).max(8).default([]),
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 

@@ -17,6 +17,7 @@ import {
   DEFAULT_WINDOW_MS,
   isPolicyShaped,
   type ParsedPolicy,
+  type PolicySink,
   parsePolicy,
   policyProblems,
   policyResource,
@@ -43,6 +44,11 @@ export interface PolicyServiceDeps {
   logger: AuditLogger;
   /** Called after a policy is applied or deleted, so this replica's engine reloads at once. */
   onChange?: () => void;
+  /**
+   * Checks a `trace_feedback` sink as its connector sees it (fields, endpoint rules, credential
+   * grant), throwing an error whose details name fields under `path`. Absent: sinks are refused.
+   */
+  checkSink?(sink: PolicySink, project: string, path: string): Promise<void>;
 }
 
 export type PolicyView = Record<string, unknown>;
@@ -116,8 +122,17 @@ export class PolicyService extends ResourceService<
   }
 
   /** Everything (CEL, evaluators and params, judge, alert URLs), on the resource as given. */
-  protected async check(_policy: ParsedPolicy, _project: string, input: unknown): Promise<void> {
+  protected async check(policy: ParsedPolicy, project: string, input: unknown): Promise<void> {
     await this.validate(input);
+    for (const [i, sink] of policy.spec.sinks.entries()) {
+      const path = `spec.sinks[${i}]`;
+      if (this.deps.checkSink === undefined) {
+        throw PolicyErrors.POLICY_INVALID('invalid policy: sinks are not available here', {
+          details: [{ path, message: 'this server does not write to sinks' }],
+        });
+      }
+      await this.deps.checkSink(sink, project, path);
+    }
   }
 
   protected preview(

@@ -20,6 +20,7 @@ export {
 } from './connectors/index.js';
 export { SOURCE_RESOURCE } from './descriptor.js';
 export { SourceErrors } from './error-codes.js';
+export { FeedbackSink } from './feedback.js';
 export {
   DEFAULT_MANAGER_OPTIONS,
   headerVersion,
@@ -52,4 +53,5 @@ export {
   SourceResultSink,
   type WriteBackObserver,
   WriteBackWriter,
+  writeBackRows,
 } from './write-back.js';

@@ -7,19 +7,11 @@ import { storeVariants } from '../../test/support/stores.js';
 import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
-import { FakeClock, type Span } from '../core/index.js';
+import { FakeClock } from '../core/index.js';
 import { normalizeStoredTrace, PulledTraceWriter } from '../ingest/index.js';
 import { NetErrors } from '../net/index.js';
 import { compileRedaction } from '../redaction/index.js';
-import type {
-  FetchedTrace,
-  ListPage,
-  ListQuery,
-  TraceHeader,
-  TraceStoreConnector,
-  WriteBackItem,
-  WriteBackOutcome,
-} from './connector.js';
+import { FakeStore } from './fake-store.testkit.js';
 import { SourceManager } from './manager.js';
 import { compileOverrides } from './overrides.js';
 import type { SourceStatus } from './service.js';
@@ -33,127 +25,6 @@ import { SourceDirectory, SourceResultSink, WriteBackWriter } from './write-back
 
 const T0 = Date.parse('2026-11-22T10:00:00Z');
 const MIN = 60_000;
-
-interface FakeTrace extends TraceHeader {
-  spans: Span[];
-}
-
-class FakeStore implements TraceStoreConnector {
-  traces: FakeTrace[] = [];
-  fetched: string[] = [];
-  written: WriteBackItem[] = [];
-  failListAfterPages = Number.POSITIVE_INFINITY;
-  failure: Error | undefined;
-  /** The listing never answers (until the pull's budget aborts it). */
-  hang = false;
-  /** Store ids whose spans the store cannot serve. */
-  missing = new Set<string>();
-  private pages = 0;
-  private nextRemote = 1;
-
-  add(
-    i: number,
-    startMs: number,
-    opts: { inProgress?: boolean; tool?: string; fail?: boolean; storeId?: string } = {},
-  ): FakeTrace {
-    const traceId = i.toString(16).padStart(32, '0');
-    const ns = (ms: number) => `${BigInt(ms) * 1_000_000n}`;
-    const span = (
-      id: string,
-      parent: string,
-      name: string,
-      attributes: Record<string, string>,
-      error = false,
-    ): Span =>
-      ({
-        traceId,
-        spanId: id,
-        parentSpanId: parent,
-        name,
-        kind: 1,
-        startTimeUnixNano: ns(startMs),
-        endTimeUnixNano: ns(startMs + 1000),
-        attributes,
-        resource: { 'service.name': 'agent' },
-        scope: { name: 'fake', version: '1' },
-        events: [],
-        links: [],
-        status: error ? { code: 2, message: 'boom' } : { code: 0, message: '' },
-        droppedAttributesCount: 0,
-      }) as unknown as Span;
-    const t: FakeTrace = {
-      storeId: opts.storeId ?? `tr-${traceId}`,
-      traceId,
-      startMs,
-      ...(opts.inProgress ? {} : { endMs: startMs + 1000 }),
-      inProgress: opts.inProgress ?? false,
-      resource: { 'mlflow.tag.team': 'search' },
-      spans: [
-        span('00000000000000a1', '', 'agent', {
-          'input.value': `question ${i}`,
-          'output.value': 'answer',
-        }),
-        span(
-          '00000000000000a2',
-          '00000000000000a1',
-          `execute_tool ${opts.tool ?? 'search'}`,
-          {
-            'gen_ai.operation.name': 'execute_tool',
-            'gen_ai.tool.name': opts.tool ?? 'search',
-          },
-          opts.fail === true,
-        ),
-      ],
-    };
-    this.traces.push(t);
-    return t;
-  }
-
-  async check(): Promise<void> {}
-
-  async list(q: ListQuery): Promise<ListPage> {
-    this.pages++;
-    if (this.pages > this.failListAfterPages && this.failure !== undefined) throw this.failure;
-    if (this.hang) {
-      await new Promise((_resolve, reject) =>
-        q.signal?.addEventListener('abort', () => reject(q.signal?.reason)),
-      );
-    }
-    const all = this.traces
-      .filter((t) => t.startMs >= q.fromMs && t.startMs < q.toMs)
-      .sort((a, b) => a.startMs - b.startMs);
-    const offset = Number(q.pageToken ?? 0);
-    const slice = all.slice(offset, offset + q.pageSize);
-    return {
-      traces: slice.map(({ spans: _s, ...h }) => h),
-      ...(offset + q.pageSize < all.length ? { nextPageToken: String(offset + q.pageSize) } : {}),
-    };
-  }
-
-  async fetch(headers: readonly TraceHeader[]): Promise<Map<string, FetchedTrace>> {
-    const out = new Map<string, FetchedTrace>();
-    for (const h of headers) {
-      this.fetched.push(h.storeId);
-      const t = this.traces.find((x) => x.storeId === h.storeId);
-      out.set(
-        h.storeId,
-        t === undefined || this.missing.has(h.storeId)
-          ? { missing: 'no spans' }
-          : { spans: t.spans },
-      );
-    }
-    return out;
-  }
-
-  async writeBack(items: readonly WriteBackItem[]): Promise<WriteBackOutcome[]> {
-    this.written.push(...items);
-    return items.map((i) =>
-      i.remoteId === undefined
-        ? { status: 'created', remoteId: `a-${this.nextRemote++}` }
-        : { status: 'updated', remoteId: i.remoteId },
-    );
-  }
-}
 
 const sourceResource = (spec: Record<string, unknown>) => ({
   apiVersion: 'touchstone.dev/v1alpha1',

@@ -1,20 +1,21 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  type Attributes,
   BackgroundLoop,
   type BackoffPolicy,
   backoffMs,
   type Clock,
+  type EvalRecord,
   isTouchstoneError,
   type NormalizedTrace,
-  type Span,
 } from '../core/index.js';
 import type { PulledTrace } from '../ingest/index.js';
 import type { SourceRecord, SourceState, SourceTrace, Store } from '../store/index.js';
 import type { TraceHeader, TraceStoreConnector } from './connector.js';
 import type { ConnectorRegistry } from './connectors/index.js';
 import { failureText, loggedError, type RedactText } from './error-text.js';
+import { withResource } from './pulled-trace.js';
 import { type ParsedSource, parseSource } from './resource.js';
+import { WindowScheduler } from './scheduler.js';
 
 /**
  * The source manager: the same pull loop for every store. For each source whose lease it holds
@@ -64,6 +65,16 @@ export interface SourceManagerDeps {
   ): Promise<TraceStoreConnector> | TraceStoreConnector;
   /** Stores a pulled trace (redaction, normalization, work item); true when its content changed. */
   write(trace: PulledTrace, adjust?: (n: NormalizedTrace) => NormalizedTrace): Promise<boolean>;
+  /**
+   * A pulled trace's record, redacted and normalized, nothing stored (scheduled windows'
+   * snapshots). Absent: scheduled sources are not run by this manager.
+   */
+  snapshot?(
+    trace: PulledTrace,
+    adjust?: (n: NormalizedTrace) => NormalizedTrace,
+  ): Promise<EvalRecord>;
+  /** A scheduled window's run was created: the executor looks at once. */
+  onRunCreated?(): void;
   /** The source's overrides applied to a normalized trace (identity when it has none). */
   overrides?(source: ParsedSource): ((n: NormalizedTrace) => NormalizedTrace) | undefined;
   observer?: SourceObserver;
@@ -91,24 +102,6 @@ export function headerVersion(h: TraceHeader): string {
     .slice(0, 22);
 }
 
-/**
- * The store's trace-level attributes go on every span's resource (tags, metadata). Spans that
- * shared a resource object (connectors give every span of a trace the same one) share the merged
- * one too: redaction, labels and storage then handle it once instead of once per span.
- */
-function withResource(spans: Span[], resource: TraceHeader['resource']): Span[] {
-  if (Object.keys(resource).length === 0) return spans;
-  const merged = new Map<Attributes, Attributes>();
-  return spans.map((s) => {
-    let one = merged.get(s.resource);
-    if (one === undefined) {
-      one = { ...s.resource, ...resource };
-      merged.set(s.resource, one);
-    }
-    return { ...s, resource: one };
-  });
-}
-
 const realSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -125,10 +118,27 @@ export class SourceManager {
   private readonly stop = new AbortController();
 
   private readonly redact: RedactText;
+  private readonly windows: WindowScheduler | undefined;
 
   constructor(private readonly deps: SourceManagerDeps) {
     this.options = { ...DEFAULT_MANAGER_OPTIONS, ...deps.options };
     this.redact = deps.redactText ?? ((text) => text);
+    const { snapshot } = deps;
+    this.windows =
+      snapshot === undefined
+        ? undefined
+        : new WindowScheduler({
+            store: deps.store,
+            clock: deps.clock,
+            connector: deps.connector,
+            snapshot,
+            ...(deps.overrides === undefined ? {} : { overrides: deps.overrides }),
+            ...(deps.onRunCreated === undefined ? {} : { onRunCreated: deps.onRunCreated }),
+            ...(deps.logger === undefined ? {} : { logger: deps.logger }),
+            redactText: this.redact,
+            pageSize: this.options.pageSize,
+            budgetMs: this.options.pullBudgetMs,
+          });
     this.loop = new BackgroundLoop(
       () => this.tick(),
       this.options.tickMs,
@@ -163,11 +173,20 @@ export class SourceManager {
       if (!(await this.deps.store.leases.acquire(lease, this.holder, this.options.leaseMs)))
         continue;
       try {
-        await this.pull(record, state, lease);
+        await this.handle(record, state, lease);
       } finally {
         await this.deps.store.leases.release(lease, this.holder).catch(() => undefined);
       }
     }
+  }
+
+  /** A scheduled source's due window, or an online source's pull. */
+  private async handle(record: SourceRecord, state: SourceState, lease: string): Promise<void> {
+    const source = parseSource(record.resource, this.deps.connectors);
+    if (source.spec.schedule === undefined) return this.pull(record, state, lease);
+    if (this.windows === undefined) return;
+    const renew = () => this.deps.store.leases.acquire(lease, this.holder, this.options.leaseMs);
+    await this.windows.step(record, source, state, renew, this.stop.signal);
   }
 
   /** One pull of one source: pages until the store has no more, the budget ends, or it fails. */

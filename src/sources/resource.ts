@@ -13,6 +13,7 @@ import type { SourceRecord } from '../store/index.js';
 import type { ConnectorFactory } from './connector.js';
 import { BUILTIN_CONNECTORS, type ConnectorRegistry } from './connectors/index.js';
 import { SourceErrors } from './error-codes.js';
+import { cronProblem, MAX_WINDOW_RECORDS } from './schedule.js';
 
 /**
  * The TraceSource resource: its schema (the same at apply, `validate_only`, `--dry-run` and in the
@@ -38,7 +39,22 @@ const name = ResourceNameSchema;
 const duration = (min: number, max: number, text: string) =>
   durationMs.refine((ms) => ms >= min && ms <= max, { message: text });
 
+const MINUTE = 60_000;
 const HOUR = 3_600_000;
+
+/** `spec.schedule` (scheduled mode): when windows end, how long they are, and their limits. */
+const ScheduleSchema = z.strictObject({
+  cron: z
+    .string()
+    .max(256)
+    .superRefine((text, ctx) => {
+      const problem = cronProblem(text);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  window: duration(MINUTE, 168 * HOUR, 'between 1m and 168h'),
+  startingDeadline: duration(MINUTE, 24 * HOUR, 'between 1m and 24h').prefault('1h'),
+  maxRecords: z.int().min(1).max(MAX_WINDOW_RECORDS).default(MAX_WINDOW_RECORDS),
+});
 
 const CredentialsSchema = z.union([
   z.strictObject({
@@ -89,7 +105,7 @@ function specSchema(connectors: ConnectorRegistry) {
     writeBack: z.strictObject({ enabled: z.boolean().default(false) }).prefault({}),
     traceLabels: z.record(z.string().min(1).max(128), z.string().max(1024)).default({}),
     overrides: z.record(z.string(), z.string().min(1).max(4096)).default({}),
-    schedule: z.record(z.string(), z.unknown()).optional(),
+    schedule: ScheduleSchema.optional(),
     runSpec: z.record(z.string(), z.unknown()).optional(),
   });
 }
@@ -170,6 +186,57 @@ function declarationOf(spec: SourceSpec, connectors: ConnectorRegistry): Connect
   return factory;
 }
 
+/** Run-spec fields a scheduled source may not set: the window's traces are the dataset. */
+const WINDOW_OWNED = ['dataset', 'target', 'harness', 'environment'] as const;
+
+/**
+ * Scheduled mode's rules: `schedule` and `runSpec` go together, the run spec grades the window's
+ * traces as they are (evaluators, no dataset, target, harness, environment or further trials),
+ * and online scoring's fields (policies, backfill, writeBack) do not apply.
+ */
+function scheduledModeRules(spec: SourceSpec): ErrorDetail[] {
+  const { schedule, runSpec } = spec;
+  if (schedule === undefined && runSpec === undefined) return [];
+  if (schedule === undefined) {
+    return [{ path: 'spec.schedule', message: 'runSpec is used only with schedule; set both' }];
+  }
+  if (runSpec === undefined) {
+    return [
+      { path: 'spec.runSpec', message: 'a scheduled source needs a run spec with evaluators' },
+    ];
+  }
+  const details: ErrorDetail[] = [];
+  const evaluators = runSpec.evaluators;
+  if (!Array.isArray(evaluators) || evaluators.length === 0) {
+    details.push({ path: 'spec.runSpec.evaluators', message: 'list at least one evaluator' });
+  }
+  for (const field of WINDOW_OWNED) {
+    if (runSpec[field] !== undefined) {
+      details.push({
+        path: `spec.runSpec.${field}`,
+        message: `not allowed in scheduled mode: the window's traces are the records`,
+      });
+    }
+  }
+  if (runSpec.trials !== undefined && runSpec.trials !== 1) {
+    details.push({ path: 'spec.runSpec.trials', message: 'scheduled runs have one trial' });
+  }
+  const online: [boolean, string][] = [
+    [spec.policies.length > 0, 'spec.policies'],
+    [spec.backfill !== undefined, 'spec.backfill'],
+    [spec.writeBack.enabled, 'spec.writeBack.enabled'],
+  ];
+  for (const [set, path] of online) {
+    if (set) {
+      details.push({
+        path,
+        message: 'not allowed with schedule: a scheduled source evaluates windows as runs',
+      });
+    }
+  }
+  return details;
+}
+
 /** The spec's own rules between fields; each violation with its path and the spec's outcome. */
 function crossFieldRules(spec: SourceSpec, connectors: ConnectorRegistry): void {
   const { manifest } = declarationOf(spec, connectors);
@@ -193,12 +260,7 @@ function crossFieldRules(spec: SourceSpec, connectors: ConnectorRegistry): void 
       });
     }
   }
-  if (spec.schedule !== undefined || spec.runSpec !== undefined) {
-    details.push({
-      path: spec.schedule !== undefined ? 'spec.schedule' : 'spec.runSpec',
-      message: 'scheduled mode is not supported yet: remove schedule and runSpec',
-    });
-  }
+  details.push(...scheduledModeRules(spec));
   if (details.length > 0) invalid(details);
   for (const [target, expr] of Object.entries(spec.overrides)) {
     // Overrides see what selectors see plus `input`/`output` as text; any result type is allowed.

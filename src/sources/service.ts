@@ -1,12 +1,17 @@
-import type { AuditLogger, Principal } from '../auth/index.js';
-import { type Clock, isTouchstoneError } from '../core/index.js';
+import { type AuditLogger, authorize, type Principal } from '../auth/index.js';
+import { type Clock, isTouchstoneError, TouchstoneError } from '../core/index.js';
 import type { OutboundGuard } from '../net/index.js';
+import type { PolicySink } from '../policies/index.js';
+import type { ApplyOptions } from '../resources/index.js';
 import { ResourceService, sinceMs } from '../resources/index.js';
 import type { DeadLetter, SourceRecord, SourceState, Store } from '../store/index.js';
 import type { ConnectorRegistry } from './connectors/index.js';
 import { SOURCE_RESOURCE } from './descriptor.js';
 import { SourceErrors } from './error-codes.js';
 import { type ParsedSource, parseSource, sourceResource, sourceView } from './resource.js';
+import { windowsAt } from './schedule.js';
+import { initialSchedule } from './scheduler.js';
+import { sinkSource } from './sinks.js';
 import type { SourcePhase } from './states.js';
 
 /** What the service needs of credential grants (src/net's resolver fits it). */
@@ -26,6 +31,16 @@ export interface SourceServiceDeps {
   /** The declarations specs are validated against; this build's by default. */
   connectors?: ConnectorRegistry;
   logger: AuditLogger;
+  /**
+   * Checks a scheduled source's run spec as a run `caller` creates in `project` would be checked
+   * (`runs.create`, evaluators, judge, gates, grants), throwing what creating it would. Absent:
+   * this build cannot run scheduled windows, and scheduled sources are refused.
+   */
+  checkRunSpec?(
+    caller: Principal,
+    runSpec: Record<string, unknown>,
+    project: string,
+  ): Promise<void>;
   /** A source changed (applied, paused, resumed, backfilled): the manager looks at once. */
   onChange?: () => void;
 }
@@ -50,6 +65,12 @@ export interface SourceStatus {
   deadLetters: number;
   /** The newest few of them, newest first; absent when there are none. */
   lastDeadLetters?: DeadLetterView[];
+  /** Scheduled mode: when the last window was evaluated or found empty (RFC 3339). */
+  lastScheduledAt?: string;
+  /** Scheduled mode: the run of the last window that had traces. */
+  lastRunId?: string;
+  /** Scheduled mode: windows whose starting deadline passed before they were evaluated. */
+  missedWindows?: number;
 }
 
 /** A dead-lettered write-back as the status shows it (`at`: RFC 3339). */
@@ -80,6 +101,48 @@ export class SourceService extends ResourceService<
     return parseSource(input, this.deps.connectors);
   }
 
+  /**
+   * A scheduled source creates runs in its project: applying one needs what creating its run
+   * needs too, checked with the caller's own permissions before anything is stored.
+   */
+  override async apply(caller: Principal, input: unknown, options: ApplyOptions = {}) {
+    const parsed = this.parse(input);
+    const { runSpec } = parsed.spec;
+    if (runSpec !== undefined) {
+      const project = authorize(caller, 'sources.write', parsed.project ?? options.project);
+      await this.checkRunSpec(caller, runSpec, project);
+    }
+    return super.apply(caller, input, options);
+  }
+
+  private async checkRunSpec(
+    caller: Principal,
+    runSpec: Record<string, unknown>,
+    project: string,
+  ): Promise<void> {
+    const { checkRunSpec } = this.deps;
+    if (checkRunSpec === undefined) {
+      throw SourceErrors.SOURCE_INVALID('invalid source: scheduled mode is not available here', {
+        details: [{ path: 'spec.schedule', message: 'this server does not run scheduled sources' }],
+      });
+    }
+    try {
+      await checkRunSpec(caller, runSpec, project);
+    } catch (err) {
+      if (!isTouchstoneError(err) || err.kind !== 'invalid_argument') throw err;
+      const details = (
+        err.details.length > 0 ? err.details : [{ path: '(root)', message: err.message }]
+      ).map((d) => ({
+        path: d.path === '(root)' ? 'spec.runSpec' : `spec.runSpec.${d.path}`,
+        message: d.message,
+      }));
+      throw SourceErrors.SOURCE_INVALID(
+        `invalid source: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`,
+        { details },
+      );
+    }
+  }
+
   protected preview(
     source: ParsedSource,
     project: string,
@@ -106,12 +169,22 @@ export class SourceService extends ResourceService<
         now,
       );
       // A new source starts its watermark at its backfill horizon; a replaced one keeps its own
-      // (use :backfill to read history again).
-      if ((await tx.sources.getState(project, source.name)) === undefined) {
+      // (use :backfill to read history again). A scheduled one starts its windows now, and keeps
+      // its cursor when applied again.
+      const state = await tx.sources.getState(project, source.name);
+      if (state === undefined) {
         const since = source.spec.backfill?.since ?? 0;
+        const fresh = initialState(project, source.name, now, since, source.spec.maxTraceDuration);
         await tx.sources.saveState(
-          initialState(project, source.name, now, since, source.spec.maxTraceDuration),
+          source.spec.schedule === undefined ? fresh : { ...fresh, schedule: initialSchedule(now) },
         );
+      } else if (source.spec.schedule !== undefined) {
+        // Looked at again at once: a changed cron may make a window due sooner.
+        await tx.sources.saveState({
+          ...state,
+          schedule: state.schedule ?? initialSchedule(now),
+          nextPullAt: now,
+        });
       }
       return stored;
     });
@@ -177,6 +250,32 @@ export class SourceService extends ResourceService<
     });
   }
 
+  /**
+   * Checks a policy's `trace_feedback` sink as a source writing back to the same store would be
+   * checked (connector fields, write-back capability, endpoint rules, credential grant), with the
+   * fields named under `path` (`spec.sinks[0]`).
+   */
+  async checkSink(sink: PolicySink, project: string, path: string): Promise<void> {
+    try {
+      await this.check(sinkSource('sink', sink, this.deps.connectors), project);
+    } catch (err) {
+      if (!isTouchstoneError(err)) throw err;
+      const under = (p: string) =>
+        p === 'spec.writeBack.enabled' ? `${path}.connector` : p.replace(/^spec\b/, path);
+      const details =
+        err.details.length > 0
+          ? err.details.map((d) => ({ ...d, path: under(d.path) }))
+          : [{ path, message: err.message }];
+      // The same error (code, kind), its fields named where the policy holds them.
+      const { code, kind, retryable } = err;
+      throw new TouchstoneError(
+        { code, kind, retryable, doc: '' },
+        err.message.replace(/^invalid source/, 'invalid sink'),
+        { details },
+      );
+    }
+  }
+
   /** Everything the shape cannot say: support, endpoint, credential grant, policies. */
   protected async check(source: ParsedSource, project: string): Promise<void> {
     const { spec } = source;
@@ -234,8 +333,10 @@ export class SourceService extends ResourceService<
             record.name,
             DEAD_LETTERS_SHOWN,
           );
+    const now = this.deps.clock.now();
     return sourceView(record, {
-      ...status(record, state, deferred, this.deps.clock.now()),
+      ...status(record, state, deferred, now),
+      ...scheduleStatus(record, state, now, this.deps.connectors),
       ...(letters.length === 0
         ? {}
         : {
@@ -251,6 +352,35 @@ export class SourceService extends ResourceService<
           }),
     });
   }
+}
+
+/**
+ * A scheduled source's fields of the status; `missedWindows` counts the deadlines that passed
+ * while nothing looked (paused, no replica pulling) too, as the scheduler will when it looks.
+ */
+function scheduleStatus(
+  record: SourceRecord,
+  state: SourceState | undefined,
+  now: number,
+  connectors: ConnectorRegistry | undefined,
+): Partial<SourceStatus> {
+  const progress = state?.schedule;
+  if (progress === undefined) return {};
+  let schedule: ParsedSource['spec']['schedule'];
+  try {
+    schedule = parseSource(record.resource, connectors).spec.schedule;
+  } catch {
+    // A stored source this build no longer reads shows what it has.
+    return { missedWindows: progress.missedWindows };
+  }
+  if (schedule === undefined) return {};
+  return {
+    missedWindows: progress.missedWindows + windowsAt(schedule, progress.cursor, now).missed,
+    ...(progress.lastScheduledAt === undefined
+      ? {}
+      : { lastScheduledAt: new Date(progress.lastScheduledAt).toISOString() }),
+    ...(progress.lastRunId === undefined ? {} : { lastRunId: progress.lastRunId }),
+  };
 }
 
 /** A new source's state: watermark at its backfill horizon, due at once. */

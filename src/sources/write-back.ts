@@ -9,12 +9,13 @@ import {
   isTouchstoneError,
   type Score,
 } from '../core/index.js';
-import type { ResultSink, StoredResults } from '../policies/index.js';
-import type { Store, StoreTransaction, WriteBack } from '../store/index.js';
+import { PolicySpecSchema, type ResultSink, type StoredResults } from '../policies/index.js';
+import type { NewWriteBack, Store, StoreTransaction, WriteBack } from '../store/index.js';
 import type { TraceStoreConnector, WriteBackOutcome } from './connector.js';
 import type { ConnectorRegistry } from './connectors/index.js';
 import { failureText, loggedError, type RedactText } from './error-text.js';
 import { type ParsedSource, parseSource } from './resource.js';
+import { parseSinkKey, sinkSource } from './sinks.js';
 
 /**
  * Write-back: scores of pulled traces go back onto the same traces in their store. Rows are
@@ -47,9 +48,13 @@ function annotatorOf(policy: string): string | undefined {
 /** How long a source's parsed resource is reused before it is read again. */
 const CACHE_MS = 1_000;
 
-/** Reads sources for the engine: which policies may score a source's traces, and write-back. */
+/**
+ * Reads sources for the engine and the writer: which policies may score a source's traces,
+ * write-back, and the `trace_feedback` sinks of policies (a sink key resolves to its source).
+ */
 export class SourceDirectory {
   private cache = new Map<string, ParsedSource | null>();
+  private sinks = new Map<string, ParsedSource[]>();
   private readAt = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -60,13 +65,13 @@ export class SourceDirectory {
   async get(
     project: string,
     name: string,
-    reader: Pick<Store, 'sources'> = this.deps.store,
+    reader: Pick<Store, 'sources' | 'policies'> = this.deps.store,
   ): Promise<ParsedSource | undefined> {
-    const now = this.deps.clock.now();
-    if (now - this.readAt > CACHE_MS) {
-      this.cache.clear();
-      this.readAt = now;
+    const sink = parseSinkKey(name);
+    if (sink !== undefined) {
+      return (await this.sinksOf(project, sink.policy, reader))[sink.index];
     }
+    this.expire();
     const key = `${project}\u0000${name}`;
     if (!this.cache.has(key)) {
       const record = await reader.sources.get(project, name);
@@ -81,9 +86,71 @@ export class SourceDirectory {
     return this.cache.get(key) ?? undefined;
   }
 
+  /** The `trace_feedback` sinks of a policy, as the sources they write like (none if it has none). */
+  async sinksOf(
+    project: string,
+    policy: string,
+    reader: Pick<Store, 'policies'> = this.deps.store,
+  ): Promise<ParsedSource[]> {
+    this.expire();
+    const key = `${project}\u0000${policy}`;
+    let found = this.sinks.get(key);
+    if (found === undefined) {
+      const record = await reader.policies.get(project, policy);
+      const parsed = PolicySpecSchema.safeParse(
+        (record?.resource as { spec?: unknown } | undefined)?.spec,
+      );
+      found = [];
+      for (const sink of parsed.success ? parsed.data.sinks : []) {
+        try {
+          found.push(sinkSource(policy, sink, this.deps.connectors));
+        } catch {
+          // Checked at apply; a sink this build no longer reads writes nothing.
+        }
+      }
+      this.sinks.set(key, found);
+    }
+    return found;
+  }
+
   invalidate(): void {
     this.readAt = Number.NEGATIVE_INFINITY;
   }
+
+  private expire(): void {
+    const now = this.deps.clock.now();
+    if (now - this.readAt > CACHE_MS) {
+      this.cache.clear();
+      this.sinks.clear();
+      this.readAt = now;
+    }
+  }
+}
+
+/** One write-back row per scored metric of stored results, addressed to `source`'s store. */
+export function writeBackRows(
+  stored: StoredResults,
+  to: { source: string; storeId: string; now: number },
+): NewWriteBack[] {
+  const { trace } = stored;
+  return stored.results.flatMap((r) =>
+    r.outcome !== 'OUTCOME_SCORED'
+      ? []
+      : r.scores.map((score) => ({
+          project: trace.project,
+          source: to.source,
+          storeId: to.storeId,
+          traceId: trace.traceId,
+          policy:
+            r.annotator === undefined
+              ? stored.policy
+              : annotationWriteBackPolicy(r.annotator.principal),
+          metric: score.name,
+          score: JSON.stringify(score),
+          judge: stored.judged.has(r.evaluator),
+          createdAt: to.now,
+        })),
+  );
 }
 
 /** The engine's sink for pulled traces: `spec.policies` and write-back rows. */
@@ -104,24 +171,7 @@ export class SourceResultSink implements ResultSink {
     const storeId = await tx.sources.storeIdOf(trace.project, trace.source, trace.traceId);
     if (storeId === undefined) return;
     const now = this.deps.clock.now();
-    const rows = stored.results.flatMap((r) =>
-      r.outcome !== 'OUTCOME_SCORED'
-        ? []
-        : r.scores.map((score) => ({
-            project: trace.project,
-            source: trace.source,
-            storeId,
-            traceId: trace.traceId,
-            policy:
-              r.annotator === undefined
-                ? stored.policy
-                : annotationWriteBackPolicy(r.annotator.principal),
-            metric: score.name,
-            score: JSON.stringify(score),
-            judge: stored.judged.has(r.evaluator),
-            createdAt: now,
-          })),
-    );
+    const rows = writeBackRows(stored, { source: trace.source, storeId, now });
     if (rows.length > 0) await tx.sources.enqueueWriteBacks(rows, now);
   }
 }

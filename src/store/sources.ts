@@ -69,6 +69,7 @@ function stateJson(state: SourceState): string {
     json.lastCompleteStartAt = state.lastCompleteStartAt;
   }
   if (state.lastPullAt !== undefined) json.lastPullAt = state.lastPullAt;
+  if (state.schedule !== undefined) json.schedule = state.schedule;
   return JSON.stringify(json);
 }
 
@@ -90,6 +91,7 @@ function stateFromRow(row: Selectable<SourceStatesTable>): SourceState {
   if (json.lastError !== undefined) state.lastError = json.lastError;
   if (json.lastCompleteStartAt !== undefined) state.lastCompleteStartAt = json.lastCompleteStartAt;
   if (json.lastPullAt !== undefined) state.lastPullAt = json.lastPullAt;
+  if (json.schedule !== undefined) state.schedule = json.schedule;
   if (row.last_write_back_at !== null) state.lastWriteBackAt = Number(row.last_write_back_at);
   return state;
 }

@@ -45,6 +45,23 @@ export interface SourceState {
   lastWriteBackAt?: number;
   /** Write-backs dead-lettered since the source was created (a counter, as pulled and scored). */
   deadLetters: number;
+  /** Scheduled mode's progress; absent for a source that scores online. */
+  schedule?: ScheduleState;
+}
+
+/** Where a scheduled source stands (re-applying the source keeps it). */
+export interface ScheduleState {
+  /**
+   * Epoch ms: the end of the last window evaluated, found empty or missed; windows ending after
+   * it are still to come. Starts at the moment the source was applied.
+   */
+  cursor: number;
+  /** Windows whose starting deadline passed before they could be evaluated. */
+  missedWindows: number;
+  /** When the last window was evaluated or found empty. */
+  lastScheduledAt?: number;
+  /** The run of the last window that had traces. */
+  lastRunId?: string;
 }
 
 /** What a source knows about one trace of its store (digest skip, deferral). */

@@ -1,0 +1,54 @@
+import type { PolicySink } from '../policies/index.js';
+import type { ConnectorRegistry } from './connectors/index.js';
+import { API_VERSION, KIND, type ParsedSource, parseSource } from './resource.js';
+
+/**
+ * The `trace_feedback` sink: a policy's scores of *pushed* traces (OTLP, the logging SDK) written
+ * back to the MLflow, Phoenix or Langfuse store the trace was also exported to, through the same
+ * queue, ledger, writer and outbound rules as a source's write-back. Each sink of a policy is
+ * addressed as a source named `@sink/<policy>/<index>`, so the ledger's key (source, trace,
+ * policy, metric) and the writer need nothing new. Traces a source pulled never go to a sink: the
+ * source's own write-back is their way back, so no score is written twice.
+ */
+
+export const SINK_PREFIX = '@sink/';
+
+/** The write-back "source" of the `index`th sink of `policy`. */
+export function sinkKey(policy: string, index: number): string {
+  return `${SINK_PREFIX}${policy}/${index}`;
+}
+
+/** The policy and index a sink key names, or undefined for a source's name. */
+export function parseSinkKey(key: string): { policy: string; index: number } | undefined {
+  const m = /^@sink\/([^/]+)\/(\d+)$/.exec(key);
+  return m === null ? undefined : { policy: m[1] as string, index: Number(m[2]) };
+}
+
+/**
+ * A sink as the source it writes like: its connection under the policy's name, write-back on.
+ * Throws SOURCE_INVALID (paths under `spec.`) when the connector refuses it.
+ */
+export function sinkSource(
+  policy: string,
+  sink: PolicySink,
+  connectors?: ConnectorRegistry,
+): ParsedSource {
+  const { type: _type, ...connection } = sink;
+  return parseSource(
+    {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: policy },
+      spec: { ...connection, writeBack: { enabled: true } },
+    },
+    connectors,
+  );
+}
+
+/**
+ * The id a pushed trace has in a store it was exported to: MLflow names an OpenTelemetry trace
+ * `tr-<trace id>`; Phoenix and Langfuse keep the OpenTelemetry trace id.
+ */
+export function feedbackStoreId(connector: string, traceId: string): string {
+  return connector === 'mlflow' ? `tr-${traceId}` : traceId;
+}
