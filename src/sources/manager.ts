@@ -11,7 +11,7 @@ import {
 import type { PulledTrace } from '../ingest/index.js';
 import type { SourceRecord, SourceState, SourceTrace, Store } from '../store/index.js';
 import type { TraceHeader, TraceStoreConnector } from './connector.js';
-import type { ConnectorRegistry } from './connectors/index.js';
+import { BUILTIN_CONNECTORS, type ConnectorRegistry } from './connectors/index.js';
 import { failureText, loggedError, type RedactText } from './error-text.js';
 import { withResource } from './pulled-trace.js';
 import { type ParsedSource, parseSource } from './resource.js';
@@ -25,8 +25,12 @@ import { WindowScheduler } from './scheduler.js';
  * store reports running (scored as they are after `maxInProgressAge`); stores each changed trace
  * (and queues it for scoring) in one transaction before the watermark may pass it; and commits the
  * watermark after every page, so a long backfill resumes where it stopped. Pulls are capped in
- * records per second and in time (90 s); failures back off, honouring Retry-After.
+ * records per second and in time (90 s; 6 minutes, with a lease that outlasts them, for a store
+ * whose listing waits on a search it runs); failures back off, honouring Retry-After.
  */
+
+/** How much longer than a pull's budget its lease lasts. */
+const LEASE_MARGIN_MS = 30_000;
 
 export interface SourceObserver {
   onPulled(project: string, source: string, traces: number): void;
@@ -40,6 +44,11 @@ export interface SourceManagerOptions {
   leaseMs: number;
   /** Time budget of one pull. */
   pullBudgetMs: number;
+  /**
+   * Time budget of one pull of a store whose listing may wait on a search it runs on its own
+   * time (`long-running-search`: Databricks catalog schemas, polled up to five minutes).
+   */
+  longSearchBudgetMs: number;
   /** `sources.max_records_per_second`, unless the source sets `poll.maxRecordsPerSecond`. */
   maxRecordsPerSecond: number;
   pageSize: number;
@@ -49,6 +58,7 @@ export const DEFAULT_MANAGER_OPTIONS: SourceManagerOptions = {
   tickMs: 1000,
   leaseMs: 120_000,
   pullBudgetMs: 90_000,
+  longSearchBudgetMs: 6 * 60_000,
   maxRecordsPerSecond: 200,
   pageSize: 100,
 };
@@ -170,8 +180,8 @@ export class SourceManager {
       const state = await this.deps.store.sources.getState(record.project, record.name);
       if (state === undefined || state.nextPullAt > this.deps.clock.now()) continue;
       const lease = `source/${record.project}/${record.name}`;
-      if (!(await this.deps.store.leases.acquire(lease, this.holder, this.options.leaseMs)))
-        continue;
+      const { leaseMs } = this.timing(record);
+      if (!(await this.deps.store.leases.acquire(lease, this.holder, leaseMs))) continue;
       try {
         await this.handle(record, state, lease);
       } finally {
@@ -189,6 +199,27 @@ export class SourceManager {
     await this.windows.step(record, source, state, renew, this.stop.signal);
   }
 
+  /**
+   * A pull's time budget and lease. A store that runs searches on its own time gets a longer
+   * budget, and a lease that outlasts it: no page is read (and the lease not renewed) while its
+   * search runs.
+   */
+  private timing(record: SourceRecord): { budgetMs: number; leaseMs: number } {
+    const { pullBudgetMs, longSearchBudgetMs, leaseMs } = this.options;
+    let spec: ParsedSource['spec'];
+    try {
+      spec = parseSource(record.resource, this.deps.connectors).spec;
+    } catch {
+      return { budgetMs: pullBudgetMs, leaseMs };
+    }
+    const capabilities =
+      (this.deps.connectors ?? BUILTIN_CONNECTORS).get(spec.connector, spec.variant)?.manifest
+        .capabilities ?? [];
+    if (!capabilities.includes('long-running-search')) return { budgetMs: pullBudgetMs, leaseMs };
+    const budgetMs = Math.max(pullBudgetMs, longSearchBudgetMs);
+    return { budgetMs, leaseMs: Math.max(leaseMs, budgetMs + LEASE_MARGIN_MS) };
+  }
+
   /** One pull of one source: pages until the store has no more, the budget ends, or it fails. */
   async pull(record: SourceRecord, initial: SourceState, lease: string): Promise<void> {
     const { store, clock } = this.deps;
@@ -196,10 +227,8 @@ export class SourceManager {
     const { spec } = source;
     const project = record.project;
     const started = clock.now();
-    const budget = AbortSignal.any([
-      this.stop.signal,
-      AbortSignal.timeout(this.options.pullBudgetMs),
-    ]);
+    const { budgetMs, leaseMs } = this.timing(record);
+    const budget = AbortSignal.any([this.stop.signal, AbortSignal.timeout(budgetMs)]);
     const rate = spec.poll.maxRecordsPerSecond ?? this.options.maxRecordsPerSecond;
     const sleep = this.deps.sleep ?? realSleep;
     const adjust = this.deps.overrides?.(source);
@@ -308,7 +337,7 @@ export class SourceManager {
         }
         const pulledNow = fetchList.length;
         state = await this.saveProgress(state, pulledNow, record.name);
-        if (!(await store.leases.acquire(lease, this.holder, this.options.leaseMs))) return;
+        if (!(await store.leases.acquire(lease, this.holder, leaseMs))) return;
         pageToken = page.nextPageToken;
         if (pageToken === undefined) break;
         if (budget.aborted) throw budget.reason;
@@ -344,7 +373,7 @@ export class SourceManager {
         ...rest,
         phase: timedOut ? state.phase : 'error',
         lastError: timedOut
-          ? `the pull did not finish within ${this.options.pullBudgetMs / 1000} s; it continues from its watermark (narrow the window or raise poll.maxRecordsPerSecond)`
+          ? `the pull did not finish within ${budgetMs / 1000} s; it continues from its watermark (narrow the window or raise poll.maxRecordsPerSecond)`
           : failureText(err, 'pull', this.redact),
         lastPullAt: now,
         failures: timedOut ? state.failures : failures,

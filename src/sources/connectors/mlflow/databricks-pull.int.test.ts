@@ -12,7 +12,7 @@ import { FakeClock } from '../../../core/index.js';
 import { normalizeStoredTrace, PulledTraceWriter } from '../../../ingest/index.js';
 import { createHttpClient, type HttpClient } from '../../../net/index.js';
 import { compileRedaction } from '../../../redaction/index.js';
-import { SourceManager } from '../../manager.js';
+import { SourceManager, type SourceManagerOptions } from '../../manager.js';
 import { createDatabricksConnector } from './databricks-connector.js';
 
 /**
@@ -32,6 +32,33 @@ describe.each(storeVariants())('Databricks sources pulled by the manager on $nam
   let manager: SourceManager;
   let dispose: () => Promise<void>;
 
+  let pulled: PulledTraceWriter;
+
+  /** A manager over the fake workspace; `wait` is how the connector waits between polls. */
+  function managerWith(
+    options: Partial<SourceManagerOptions>,
+    wait: (ms: number) => Promise<void>,
+  ) {
+    return new SourceManager({
+      store: app.store,
+      clock,
+      // The applied source names a real workspace; the fake stands in for it.
+      connector: () =>
+        createDatabricksConnector({
+          endpoint: fake.url,
+          locations: ['main.agents'],
+          http,
+          credential: fake.clientSecret,
+          clientId: fake.clientId,
+          sqlWarehouseId: fake.sqlWarehouseId,
+          clock: { now: () => clock.now(), sleep: wait },
+        }),
+      write: (t, adjust) => pulled.write(t, adjust),
+      options: { pageSize: 10, maxRecordsPerSecond: 1_000_000, ...options },
+      sleep: async () => undefined,
+    });
+  }
+
   beforeEach(async () => {
     clock = new FakeClock(T0);
     dataDir = mkdtempSync(join(tmpdir(), 'touchstone-databricks-'));
@@ -49,30 +76,13 @@ describe.each(storeVariants())('Databricks sources pulled by the manager on $nam
     fake = await DatabricksFake.start({ now: () => clock.now() });
     http = createHttpClient({ timeoutMs: 10_000 });
     for (let i = 1; i <= 4; i++) fake.store.add('main.agents', T0 - 90 * MIN + i * MIN);
-    const pulled = new PulledTraceWriter({
+    pulled = new PulledTraceWriter({
       store: app.store,
       redactor: compileRedaction(config.traces.redaction),
       clock,
       normalize: normalizeStoredTrace,
     });
-    manager = new SourceManager({
-      store: app.store,
-      clock,
-      // The applied source names a real workspace; the fake stands in for it.
-      connector: () =>
-        createDatabricksConnector({
-          endpoint: fake.url,
-          locations: ['main.agents'],
-          http,
-          credential: fake.clientSecret,
-          clientId: fake.clientId,
-          sqlWarehouseId: fake.sqlWarehouseId,
-          clock: { now: () => clock.now(), sleep: async (ms) => clock.advance(ms) },
-        }),
-      write: (t, adjust) => pulled.write(t, adjust),
-      options: { pageSize: 10, maxRecordsPerSecond: 1_000_000 },
-      sleep: async () => undefined,
-    });
+    manager = managerWith({}, async (ms) => clock.advance(ms));
     await app.sources.apply(OPEN_PRINCIPAL, {
       apiVersion: 'touchstone.dev/v1alpha1',
       kind: 'TraceSource',
@@ -171,6 +181,25 @@ describe.each(storeVariants())('Databricks sources pulled by the manager on $nam
     expect(ok.lastError).toBeUndefined();
     expect(ok.phase).not.toBe('error');
     expect(ok.watermark).toBeGreaterThan(initial);
+    expect(
+      (await app.store.traces.list({ project: 'default' }, { pageSize: 50 })).items,
+    ).toHaveLength(4);
+  });
+
+  it('a catalog-schema search may outlast the ordinary pull budget: the source gets a longer one', async () => {
+    // Each poll of the search takes real time here; together they outlast a 100 ms budget.
+    const slow = managerWith({ pullBudgetMs: 100 }, async (ms) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      clock.advance(ms);
+    });
+    fake.searchDurationMs = MIN;
+    try {
+      await slow.tick();
+    } finally {
+      await slow.shutdown();
+    }
+    const s = await state();
+    expect(s.lastError).toBeUndefined();
     expect(
       (await app.store.traces.list({ project: 'default' }, { pageSize: 50 })).items,
     ).toHaveLength(4);
