@@ -8,8 +8,12 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 
 const ADVERSARIAL = 'test/adversarial/**';
-/** Files in flight at once outside the adversarial phase: one per core, at least 2. */
-const WORKERS = Math.max(2, availableParallelism());
+/**
+ * Files in flight at once outside the adversarial phase: one per core and one more (they mostly
+ * wait), at least 3; TOUCHSTONE_TEST_WORKERS overrides.
+ */
+const WORKERS =
+  Number(process.env.TOUCHSTONE_TEST_WORKERS) || Math.max(3, availableParallelism() + 1);
 
 function vitest(args) {
   const res = spawnSync(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...args], {
