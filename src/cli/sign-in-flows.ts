@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { proxyEnvLayer } from '../config/index.js';
+import { isSecureOrLoopback, proxyEnvLayer } from '../config/index.js';
 import { isTouchstoneError } from '../core/index.js';
 import {
   createHttpClient,
@@ -22,7 +22,6 @@ import {
   discoveryUrl,
   type Flow,
   idTokenOf,
-  isSecureOrLoopback,
   type ProviderMetadata,
   printable,
   providerError,

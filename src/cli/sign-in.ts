@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
-import { isLoopbackHost } from '../config/index.js';
+import { isSecureOrLoopback } from '../config/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit } from './io.js';
 
@@ -35,11 +35,6 @@ export function printable(value: unknown, max = 2048): string | undefined {
   return typeof value === 'string' && value.length <= max && /^[\x21-\x7e]+$/.test(value)
     ? value
     : undefined;
-}
-
-/** https, or plain http on a loopback host only (a development provider), as the server's rule. */
-export function isSecureOrLoopback(url: URL): boolean {
-  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
 }
 
 /** `--issuer` as a URL, refused unless https (or http on loopback) without query or fragment. */

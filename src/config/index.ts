@@ -5,7 +5,7 @@
  */
 export { DEFAULTS } from './defaults.js';
 export { durationMs, parseDuration } from './duration.js';
-export { isLoopbackHost, isLoopbackListen, splitListen } from './listen.js';
+export { isLoopbackHost, isLoopbackListen, isSecureOrLoopback, splitListen } from './listen.js';
 export { envLayer, type LoadOptions, loadConfig, proxyEnvLayer } from './load.js';
 export {
   type Config,

@@ -9,6 +9,11 @@ export function isLoopbackHost(hostname: string): boolean {
   return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
+/** https, or plain http on a loopback host only (an identity provider run for development). */
+export function isSecureOrLoopback(url: URL): boolean {
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+}
+
 export function splitListen(listen: string): { host: string; port: number } {
   const i = listen.lastIndexOf(':');
   let host = listen.slice(0, i);

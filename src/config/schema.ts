@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ROLES } from '../core/index.js';
 import { DEFAULTS } from './defaults.js';
 import { durationMs } from './duration.js';
-import { isLoopbackHost } from './listen.js';
+import { isSecureOrLoopback } from './listen.js';
 
 /** Names an environment variable whose value is a secret; the value never sits in config. */
 export const CredentialRefSchema = z.strictObject({
@@ -50,13 +50,9 @@ const HostPatternSchema = z
  * An OIDC issuer URL: https, or plain http only on a loopback host (a development provider).
  * The discovery document must name exactly this issuer.
  */
-const IssuerUrlSchema = z.url().refine(
-  (raw) => {
-    const url = new URL(raw);
-    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
-  },
-  { message: 'an issuer must be https (plain http only on a loopback host)' },
-);
+const IssuerUrlSchema = z.url().refine((raw) => isSecureOrLoopback(new URL(raw)), {
+  message: 'an issuer must be https (plain http only on a loopback host)',
+});
 
 /** A claim's accepted value, or any of a list of values (an array claim matches any element). */
 const ClaimMatchSchema = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]);
