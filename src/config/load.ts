@@ -34,6 +34,8 @@ const NON_CONFIG_ENV = new Set([
   'TOUCHSTONE_CI_CACHE',
   'TOUCHSTONE_BENCH_PHOENIX',
   'TOUCHSTONE_CHROMIUM',
+  'TOUCHSTONE_TEST_WORKERS',
+  'TOUCHSTONE_TEST_DIST',
 ]);
 
 type Tree = { [key: string]: unknown };

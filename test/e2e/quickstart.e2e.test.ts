@@ -55,14 +55,14 @@ describe('README quickstart, copy-paste, start to end', { timeout: 600_000 }, ()
     symlinkSync(join(ROOT, 'examples'), join(dir, 'examples'));
     port = await freePort();
     server = await startServer(['--listen', `127.0.0.1:${port}`], {}, dir);
-    const tsxEntry = entryIn(dir).join(' ');
+    const entry = entryIn(dir).join(' ');
     const steps = [
       ...quickstartBlocks(readme),
       ...inlineCommands(readme).map((command) => `${command}\n`),
     ];
     const script = [
       'set -euo pipefail',
-      `npx() { if [ "$1" = touchstone ]; then shift; "${process.execPath}" ${tsxEntry} "$@"; else command npx "$@"; fi; }`,
+      `npx() { if [ "$1" = touchstone ]; then shift; "${process.execPath}" ${entry} "$@"; else command npx "$@"; fi; }`,
       // The marker starts a line of its own even after output without a final newline.
       ...steps.map((step, i) => `printf '\\n%s\\n' "${MARK} ${i + 1}"\n${step}`),
     ]

@@ -6,8 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** Runs the real `touchstone` process from source. */
-export const ENTRY = ['--import', 'tsx', 'src/main.ts'];
+/**
+ * Runs the real `touchstone` process: from dist/ when `npm test` has just built it
+ * (TOUCHSTONE_TEST_DIST=1; a process then starts without compiling the sources on the fly), else
+ * from source through tsx.
+ */
+const FROM_DIST = process.env.TOUCHSTONE_TEST_DIST === '1';
+export const ENTRY = FROM_DIST ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts'];
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -23,6 +28,7 @@ export function freePort(): Promise<number> {
 /** ENTRY with absolute paths, for a process started in another working directory. */
 export function entryIn(cwd: string | undefined): string[] {
   if (cwd === undefined) return ENTRY;
+  if (FROM_DIST) return [fileURLToPath(new URL('../../dist/main.js', import.meta.url))];
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
   return ['--import', tsx, fileURLToPath(new URL('../../src/main.ts', import.meta.url))];
 }
