@@ -1,13 +1,14 @@
 /**
  * Generates the reference docs that must match the code: docs/errors.md (error catalogue),
- * docs/roles.md (roles → permissions) and docs/openapi.json (the REST API). `npm run docs` writes
- * them; a test fails on drift.
+ * docs/roles.md (roles → permissions) and docs/openapi.json (the REST API), and the Helm chart's
+ * CRDs and values schema (gen-k8s.ts). `npm run docs` writes them; tests fail on drift.
  */
 import { writeFileSync } from 'node:fs';
 import { httpStatusOf, openApiDocument } from '../src/api/index.js';
 import '../src/app/index.js';
 import { PERMISSIONS, ROLE_PERMISSIONS, ROLES } from '../src/auth/index.js';
 import { declaredErrors } from '../src/core/index.js';
+import { writeK8s } from './gen-k8s.js';
 
 export function errorsDoc(): string {
   const rows = declaredErrors()
@@ -88,4 +89,5 @@ if (process.argv[1]?.endsWith('gen-docs.ts')) {
   writeFileSync('docs/roles.md', rolesDoc());
   writeFileSync('docs/openapi.json', openApiDoc());
   console.log('wrote docs/errors.md, docs/roles.md, docs/openapi.json');
+  console.log(`wrote ${writeK8s().join(', ')}`);
 }
