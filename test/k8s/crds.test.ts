@@ -170,7 +170,7 @@ describe('custom resource definitions', () => {
     }
   });
 
-  it('refuse what the API refuses in shape: both credential forms, a bad name, an unknown connector', () => {
+  it('refuse what the API refuses in shape (both credential forms, an unknown connector, a zero rate, no endpoint) and check names by CEL', () => {
     const validate = crdValidator('TraceSource');
     const source = example('tracesource');
     const spec = source.spec as Json;
@@ -188,5 +188,31 @@ describe('custom resource definitions', () => {
     // The name rule is CEL, evaluated by the API server; it holds the API's name grammar.
     const rules = schemaOf('TraceSource')['x-kubernetes-validations'] as Json[];
     expect(rules[0]?.rule).toBe("self.metadata.name.matches('^[a-z0-9][a-z0-9_.-]{0,62}$')");
+  });
+});
+
+describe('docs/kubernetes.md', () => {
+  it('shows custom resources the CRDs and the API both accept', () => {
+    const text = readFileSync('docs/kubernetes.md', 'utf8');
+    const blocks = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+    const resources = blocks
+      .flatMap((b) => b.split(/^---$/m))
+      .map((doc) => parse(doc) as Json | null)
+      .filter((doc): doc is Json => doc?.apiVersion === 'touchstone.dev/v1alpha1');
+    expect(resources.map((r) => r.kind).sort()).toEqual([
+      'EvalRun',
+      'OnlineEvalPolicy',
+      'TraceSource',
+      'Webhook',
+    ]);
+    for (const cr of resources) {
+      const validate = crdValidator(String(cr.kind));
+      expect(validate(cr), `${cr.kind}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+    const spec = (kind: string) => resources.find((r) => r.kind === kind)?.spec;
+    const source = resources.find((r) => r.kind === 'TraceSource') as Json;
+    expect(() => parseSource(asApiResource(source, 'TraceSource'))).not.toThrow();
+    expect(() => PolicySpecSchema.parse(spec('OnlineEvalPolicy'))).not.toThrow();
+    expect(() => RunSpecSchema.parse(spec('EvalRun'))).not.toThrow();
   });
 });
