@@ -93,10 +93,22 @@ static char *trim(char *s) {
   return s;
 }
 
+/* Reads all of stdin into a NUL-terminated buffer that grows as needed. */
+static char *read_request(void) {
+  size_t cap = 4096, n = 0, got;
+  char *buf = malloc(cap + 1);
+  while (buf && (got = fread(buf + n, 1, cap - n, stdin)) > 0) {
+    n += got;
+    if (n == cap && cap < MAX_REQUEST) buf = realloc(buf, (cap *= 2) + 1);
+    else if (n == cap) break;
+  }
+  if (buf) buf[n] = 0;
+  return buf;
+}
+
 int main(void) {
-  char *request = malloc(MAX_REQUEST + 1);
-  size_t n = fread(request, 1, MAX_REQUEST, stdin);
-  request[n] = 0;
+  char *request = read_request();
+  if (!request) return 1;
   const char *record = field(request, "record");
   char *output = string_at(field(record ? record : "{}", "output"));
   char *reference = string_at(field(record ? record : "{}", "reference"));
