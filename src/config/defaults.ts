@@ -70,7 +70,6 @@ export const DEFAULTS = {
     timeout: '10s',
     maxTimeout: '60s',
     maxOutputBytes: 1024 * 1024,
-    maxStderrBytes: 64 * 1024,
     maxInputBytes: 4 * 1024 * 1024,
     maxModuleBytes: 32 * 1024 * 1024,
   },

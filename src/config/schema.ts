@@ -524,7 +524,6 @@ export const ConfigSchema = z
             timeout: durationMs.prefault(DEFAULTS.plugins.timeout),
             max_timeout: durationMs.prefault(DEFAULTS.plugins.maxTimeout),
             max_output_bytes: z.int().positive().default(DEFAULTS.plugins.maxOutputBytes),
-            max_stderr_bytes: z.int().nonnegative().default(DEFAULTS.plugins.maxStderrBytes),
             max_input_bytes: z.int().positive().default(DEFAULTS.plugins.maxInputBytes),
             max_module_bytes: z.int().positive().default(DEFAULTS.plugins.maxModuleBytes),
           })

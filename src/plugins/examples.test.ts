@@ -32,7 +32,6 @@ const host = new PluginHost(
       timeout: 20_000,
       max_timeout: 60_000,
       max_output_bytes: 2 ** 20,
-      max_stderr_bytes: 65536,
       max_input_bytes: 4 * 2 ** 20,
       max_module_bytes: 32 * 2 ** 20,
     },

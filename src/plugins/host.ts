@@ -249,7 +249,6 @@ export class PluginHost {
         stdin,
         randomKey,
         maxStdout: plugin.limits.maxOutputBytes,
-        maxStderr: plugin.limits.maxStderrBytes,
       },
       plugin.limits.timeoutMs,
     );

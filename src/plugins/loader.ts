@@ -34,7 +34,6 @@ export interface PluginSettings {
     timeout: number;
     max_timeout: number;
     max_output_bytes: number;
-    max_stderr_bytes: number;
     max_input_bytes: number;
     max_module_bytes: number;
   };
@@ -43,7 +42,6 @@ export interface PluginSettings {
 export interface RunLimits {
   timeoutMs: number;
   maxOutputBytes: number;
-  maxStderrBytes: number;
   maxInputBytes: number;
 }
 
@@ -149,7 +147,6 @@ function runLimits(manifest: PluginManifest, settings: PluginSettings, file: str
     run: {
       timeoutMs: asked.timeoutMs ?? l.timeout,
       maxOutputBytes: asked.maxOutputBytes ?? l.max_output_bytes,
-      maxStderrBytes: l.max_stderr_bytes,
       maxInputBytes: l.max_input_bytes,
     },
   };

@@ -33,7 +33,6 @@ async function run(
       stdin: new TextEncoder().encode(opts.stdin ?? ''),
       randomKey: opts.key ?? KEY_A,
       maxStdout: opts.maxStdout ?? 2 ** 20,
-      maxStderr: 64,
     },
     opts.timeoutMs ?? 10_000,
   );

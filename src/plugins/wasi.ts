@@ -1,8 +1,9 @@
 import { createCipheriv } from 'node:crypto';
 
 /**
- * The WASI preview1 host a plug-in sees: stdin is the request, stdout and stderr are captured
- * under caps, and nothing else exists — no preopened directories (so no file system), no
+ * The WASI preview1 host a plug-in sees: stdin is the request, stdout is captured under a cap,
+ * stderr is accepted and discarded (it may repeat record content, which no log or result may
+ * show), and nothing else exists — no preopened directories (so no file system), no
  * environment, no sockets. Time and randomness are deterministic so that a record replays: the
  * clocks start at fixed values and advance 1 ms per read (a frozen clock would hang the timers of
  * language runtimes such as Go's), sleeps advance the clock instead of waiting, and `random_get`
@@ -99,7 +100,6 @@ export interface WasiCall {
   /** 32-byte AES key of this record's random stream. */
   randomKey: Uint8Array;
   maxStdout: number;
-  maxStderr: number;
 }
 
 function join(chunks: readonly Uint8Array[], total: number): Uint8Array {
@@ -121,8 +121,6 @@ export class WasiHost {
   private readonly random;
   private readonly stdoutChunks: Uint8Array[] = [];
   private stdoutBytes = 0;
-  private readonly stderrChunks: Uint8Array[] = [];
-  private stderrBytes = 0;
   private readonly argBytes: Uint8Array[];
 
   constructor(private readonly call: WasiCall) {
@@ -137,10 +135,6 @@ export class WasiHost {
   /** A fresh array (never a pooled Buffer), so the worker can transfer it. */
   get stdout(): Uint8Array {
     return join(this.stdoutChunks, this.stdoutBytes);
-  }
-
-  get stderr(): Uint8Array {
-    return join(this.stderrChunks, this.stderrBytes);
   }
 
   get stdinConsumed(): number {
@@ -185,16 +179,10 @@ export class WasiHost {
     for (let i = 0; i < count; i++) {
       const buf = v.getUint32(iovs + i * 8, true);
       const len = v.getUint32(iovs + i * 8 + 4, true);
-      const chunk = this.bytes(buf, len);
       if (fd === 1) {
         if (this.stdoutBytes + len > this.call.maxStdout) throw new OutputOverflow();
-        this.stdoutChunks.push(chunk.slice());
+        this.stdoutChunks.push(this.bytes(buf, len).slice());
         this.stdoutBytes += len;
-      } else {
-        // The log is kept up to its cap; the rest is dropped, the module is not stopped.
-        const room = Math.max(0, this.call.maxStderr - this.stderrBytes);
-        if (room > 0) this.stderrChunks.push(chunk.slice(0, room));
-        this.stderrBytes += Math.min(room, len);
       }
       total += len;
     }

@@ -13,7 +13,7 @@ export type ToWorker =
 
 /** How `_start` ended; `exit` carries the captured output. */
 export type Ending =
-  | { kind: 'exit'; code: number; stdout: Uint8Array; stderr: Uint8Array; stdinRead: number }
+  | { kind: 'exit'; code: number; stdout: Uint8Array; stdinRead: number }
   | { kind: 'trap'; message: string }
   | { kind: 'overflow' }
   | { kind: 'signal'; signal: number };
@@ -34,7 +34,6 @@ function run(sha256: string, call: WasiCall): Ending {
     kind: 'exit',
     code,
     stdout: host.stdout,
-    stderr: host.stderr,
     stdinRead: host.stdinConsumed,
   });
   try {
@@ -59,6 +58,6 @@ port.on('message', (msg: ToWorker) => {
     return;
   }
   const ending = run(msg.sha256, msg.call);
-  const transfer = ending.kind === 'exit' ? [ending.stdout.buffer, ending.stderr.buffer] : [];
+  const transfer = ending.kind === 'exit' ? [ending.stdout.buffer] : [];
   port.postMessage({ ending } satisfies FromWorker, transfer as ArrayBuffer[]);
 });
