@@ -66,6 +66,15 @@ describe('module acceptance', () => {
     expect(() => accept(startSection)).toThrow('start section');
   });
 
+  it('refuses a _start that takes parameters or returns a value', () => {
+    const takes = wat('(module (memory (export "memory") 1) (func (export "_start") (param i32)))');
+    expect(() => accept(takes)).toThrow('"_start" must take no parameters and return nothing');
+    const returns = wat(
+      '(module (memory (export "memory") 1) (func (export "_start") (result i32) (i32.const 0)))',
+    );
+    expect(() => accept(returns)).toThrow('"_start" must take no parameters');
+  });
+
   it('refuses what is not a core module, and a module over the size cap', () => {
     expect(() => accept(new TextEncoder().encode('#!/bin/sh\necho hi\n'))).toThrow(
       'not a WebAssembly module',

@@ -11,7 +11,7 @@ import { WASI_FUNCTIONS } from './wasi.js';
 
 export const PAGE_BYTES = 65536;
 
-const SECTION = { import: 2, memory: 5, export: 7, start: 8 } as const;
+const SECTION = { type: 1, import: 2, function: 3, memory: 5, export: 7, start: 8 } as const;
 const IMPORT_KIND = ['function', 'table', 'memory', 'global', 'tag'] as const;
 const EXPORT_KIND = ['function', 'table', 'memory', 'global', 'tag'] as const;
 const ALLOWED = new Set<string>(WASI_FUNCTIONS);
@@ -89,7 +89,10 @@ function limits(r: Reader): Limits {
   return { flags, min, max };
 }
 
-function checkImports(bytes: Uint8Array, s: Section): void {
+/** Checks the imports; returns the type index of each imported function, in order. */
+function checkImports(bytes: Uint8Array, s: Section | undefined): number[] {
+  const types: number[] = [];
+  if (s === undefined) return types;
   const r = new Reader(bytes, s.bodyStart, s.end);
   const count = r.uleb();
   for (let i = 0; i < count; i++) {
@@ -102,33 +105,74 @@ function checkImports(bytes: Uint8Array, s: Section): void {
         `${what} is a ${kind ?? 'unknown kind'}; only functions may be imported`,
       );
     }
-    r.uleb();
+    types.push(r.uleb());
     if (module !== 'wasi_snapshot_preview1' || !ALLOWED.has(field)) {
       throw new ModuleRule(`${what} is not allowed; only wasi_snapshot_preview1 functions are`);
     }
   }
+  return types;
 }
 
-function checkExports(bytes: Uint8Array, s: Section | undefined): void {
-  const found = new Map<string, string>();
+/** Checks the exports; returns the function index of `_start`. */
+function checkExports(bytes: Uint8Array, s: Section | undefined): number {
+  const found = new Map<string, { kind: string; index: number }>();
   if (s !== undefined) {
     const r = new Reader(bytes, s.bodyStart, s.end);
     const count = r.uleb();
     for (let i = 0; i < count; i++) {
       const name = r.name();
-      found.set(name, EXPORT_KIND[r.byte()] ?? 'unknown');
-      r.uleb();
+      const kind = EXPORT_KIND[r.byte()] ?? 'unknown';
+      found.set(name, { kind, index: r.uleb() });
     }
   }
-  if (found.get('_start') !== 'function') {
+  const start = found.get('_start');
+  if (start?.kind !== 'function') {
     throw new ModuleRule('the module does not export a function "_start" (a WASI command)');
   }
-  if (found.get('memory') !== 'memory') {
+  if (found.get('memory')?.kind !== 'memory') {
     throw new ModuleRule('the module does not export its memory as "memory"');
   }
   if (found.has('_initialize')) {
     throw new ModuleRule('the module exports "_initialize" (a reactor); a command is expected');
   }
+  return start.index;
+}
+
+/** Whether function `index` has the type `[] -> []`, as `_start` must. */
+function takesNothing(
+  bytes: Uint8Array,
+  all: Section[],
+  imported: number[],
+  index: number,
+): boolean {
+  let typeIndex = imported[index];
+  if (typeIndex === undefined) {
+    const functions = all.find((s) => s.id === SECTION.function);
+    if (functions === undefined) return false;
+    const r = new Reader(bytes, functions.bodyStart, functions.end);
+    const count = r.uleb();
+    const local = index - imported.length;
+    if (local >= count) return false;
+    for (let i = 0; i < local; i++) r.uleb();
+    typeIndex = r.uleb();
+  }
+  const types = all.find((s) => s.id === SECTION.type);
+  if (types === undefined) return false;
+  const r = new Reader(bytes, types.bodyStart, types.end);
+  const count = r.uleb();
+  if (typeIndex >= count) return false;
+  for (let i = 0; i <= typeIndex; i++) {
+    // Only plain function types (0x60) with one-byte value types are read; anything newer is
+    // refused rather than guessed at.
+    if (r.byte() !== 0x60)
+      throw new ModuleRule('the module uses type forms this host does not read');
+    const params = r.uleb();
+    for (let p = 0; p < params; p++) r.byte();
+    const results = r.uleb();
+    for (let p = 0; p < results; p++) r.byte();
+    if (i === typeIndex) return params === 0 && results === 0;
+  }
+  return false;
 }
 
 /** Checks the one memory and returns a memory section whose maximum is `min(declared, cap)`. */
@@ -181,12 +225,14 @@ export function acceptModule(
   }
   const all = sections(bytes);
   const find = (id: number) => all.filter((s) => s.id === id);
-  const importSection = find(SECTION.import)[0];
-  if (importSection !== undefined) checkImports(bytes, importSection);
+  const imported = checkImports(bytes, find(SECTION.import)[0]);
   if (find(SECTION.start).length > 0) {
     throw new ModuleRule('the module has a start section; put start-up code in "_start"');
   }
-  checkExports(bytes, find(SECTION.export)[0]);
+  const start = checkExports(bytes, find(SECTION.export)[0]);
+  if (!takesNothing(bytes, all, imported, start)) {
+    throw new ModuleRule('the module\'s "_start" must take no parameters and return nothing');
+  }
   const memory = find(SECTION.memory);
   if (memory.length > 1) throw new ModuleRule('the module has more than one memory section');
   const section = memory[0];
