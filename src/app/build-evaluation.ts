@@ -83,8 +83,8 @@ export function buildEvaluation(
 export async function buildPlugins(
   config: Readonly<Config>,
   deps: { registry: EvaluatorRegistry; logger: Logger },
-): Promise<{ host: PluginHost | undefined; component: Component }> {
-  if (config.plugins === undefined) return { host: undefined, component: component('plugins', {}) };
+): Promise<Component[]> {
+  if (config.plugins === undefined) return [];
   const { logger } = deps;
   const host = new PluginHost(config.plugins, {
     registry: deps.registry,
@@ -105,8 +105,5 @@ export async function buildPlugins(
     sha256: p.moduleSha256,
   }));
   logger.info({ plugins: loaded }, 'plug-ins loaded');
-  return {
-    host,
-    component: component('plugins', { start: () => host.start(), stop: () => host.stop() }),
-  };
+  return [component('plugins', { start: () => host.start(), stop: () => host.stop() })];
 }

@@ -193,7 +193,7 @@ async function assemble(
     sourcing.component,
     identity.providerHttp,
     judging.component,
-    plugins.component,
+    ...plugins,
     // After every emitter, before the store: interrupted attempts are recorded so another replica
     // resends them.
     component('webhooks', {
