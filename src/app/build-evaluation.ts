@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import { type Clock, type Component, component } from '../core/index.js';
+import { type Clock, type Component, component, stopAll, systemClock } from '../core/index.js';
 import {
   createJudges,
   defaultRegistry,
@@ -106,4 +106,26 @@ export async function buildPlugins(
   }));
   logger.info({ plugins: loaded }, 'plug-ins loaded');
   return [component('plugins', { start: () => host.start(), stop: () => host.stop() })];
+}
+
+/**
+ * Direct evaluation in the CLI's local mode: the configured judges and plug-ins, as a server
+ * would have them. `close()` releases the judge client and the plug-in workers.
+ */
+export async function createLocalEvaluation(
+  config: Readonly<Config>,
+  deps: { env: Record<string, string | undefined>; logger: Logger },
+): Promise<{ service: EvaluationService; close: () => Promise<void> }> {
+  const http = createJudgeHttpClient(config, 'touchstone-cli');
+  const parts: Component[] = [closes('judge-http', http)];
+  try {
+    const service = createEvaluationService(config, { http, clock: systemClock, ...deps });
+    parts.push(
+      ...(await buildPlugins(config, { registry: service.registry, logger: deps.logger })),
+    );
+    return { service, close: () => stopAll(parts) };
+  } catch (err) {
+    await stopAll(parts);
+    throw err;
+  }
 }

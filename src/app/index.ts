@@ -30,7 +30,11 @@ import { boundAddress, buildHttpServer } from './build-server.js';
 import { buildSources } from './build-sources.js';
 import { closes, loop } from './lifecycle.js';
 
-export { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+export {
+  createEvaluationService,
+  createJudgeHttpClient,
+  createLocalEvaluation,
+} from './build-evaluation.js';
 export { createPolicyService } from './build-policies.js';
 export { authRequired } from './build-server.js';
 export { createSourceService } from './build-sources.js';

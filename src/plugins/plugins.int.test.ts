@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLES_DIR } from '../../examples/plugins/build.js';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
+import { cli } from '../../test/support/process.js';
 import { type App, createApp } from '../app/index.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
@@ -204,5 +205,41 @@ describe('plug-in evaluators in the app', () => {
     await expect(build({ index: chain.index, index_sha256: wrong })).rejects.toThrow(
       `the plug-in index ${chain.index} has sha256 ${chain.sha256}, but plugins.index_sha256 pins ${wrong}`,
     );
+  });
+});
+
+describe('plug-in evaluators in the CLI without a server', () => {
+  it('lists and evaluates with the plug-ins of the config file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'touchstone-plugins-cli-'));
+    try {
+      const config = join(dir, 'config.yaml');
+      writeFileSync(
+        config,
+        `plugins:\n  index: ${JSON.stringify(join(EXAMPLES_DIR, 'index.yaml'))}\n  index_sha256_file: ${JSON.stringify(join(EXAMPLES_DIR, 'index.sha256'))}\n`,
+      );
+      const records = join(dir, 'records.jsonl');
+      writeFileSync(records, '{"output": "Paris", "reference": "Paris"}\n');
+      const listed = cli(['evaluators', 'list', '--json', '--config', config]);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain('example.rust.exact_match');
+      const r = cli([
+        'evaluate',
+        '-f',
+        records,
+        '-e',
+        'example.rust.exact_match',
+        '--json',
+        '--config',
+        config,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).results[0].results[0]).toMatchObject({
+        evaluator: 'example.rust.exact_match',
+        outcome: 'OUTCOME_SCORED',
+        scores: [{ passed: true }],
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
