@@ -95,9 +95,7 @@ export class WorkerPool {
     slot.worker.on('message', (msg: FromWorker) => this.finish(slot, msg.ending));
     // A worker that dies on its own (out of heap, an engine fault) fails its record, not the pool.
     slot.worker.on('error', () => undefined);
-    slot.worker.on('exit', () =>
-      this.replace(slot, { kind: 'trap', message: 'the worker stopped' }),
-    );
+    slot.worker.on('exit', () => this.lost(slot));
     slot.worker.unref();
     for (const [sha256, module] of this.modules) {
       slot.worker.postMessage({ type: 'module', sha256, module } satisfies ToWorker);
@@ -123,6 +121,19 @@ export class WorkerPool {
     slot.timer = undefined;
     job?.resolve(ending);
     this.dispatch();
+  }
+
+  /**
+   * A worker ended on its own. Busy, it fails its record and is replaced; idle, it is dropped and
+   * the next record starts another, so a worker that cannot start is not respawned in a loop.
+   */
+  private lost(slot: Slot): void {
+    if (slot.job !== undefined) {
+      this.replace(slot, { kind: 'trap', message: 'the worker stopped' });
+      return;
+    }
+    const at = this.slots.indexOf(slot);
+    if (at !== -1) this.slots.splice(at, 1);
   }
 
   /** Ends `slot`'s record with `ending`, terminates its worker and puts a fresh one in its place. */
