@@ -7,6 +7,8 @@ const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
   online: async () => (await import('./online.js')).main(),
+  // Per-record overhead of plug-in evaluators and records/s through a policy, beside built-ins.
+  plugins: async () => (await import('./plugins/index.js')).main(),
   // 200 exporters for 60 s against the compiled server; by name only.
   overload: async () => (await import('./overload.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),

@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import type { Clock, Component } from '../core/index.js';
+import { type Clock, type Component, component, stopAll, systemClock } from '../core/index.js';
 import {
   createJudges,
   defaultRegistry,
   type EvaluationObserver,
   EvaluationService,
+  type EvaluatorRegistry,
 } from '../evaluators/index.js';
 import {
   createHttpClient,
@@ -13,6 +14,7 @@ import {
   type HttpClient,
   proxySettingsFromConfig,
 } from '../net/index.js';
+import { PluginHost } from '../plugins/index.js';
 import type { Metrics } from '../telemetry/index.js';
 import { closes } from './lifecycle.js';
 
@@ -71,4 +73,59 @@ export function buildEvaluation(
     service: createEvaluationService(config, { http, env, clock, logger, observer: metrics }),
     component: closes('judge-http', http),
   };
+}
+
+/**
+ * The plug-in evaluators of `plugins` in the server config, registered into `registry`. The
+ * chain is verified here, so a mismatch refuses startup; later changes are reloaded by the
+ * component, and a refused reload keeps the verified plug-ins running.
+ */
+export async function buildPlugins(
+  config: Readonly<Config>,
+  deps: { registry: EvaluatorRegistry; logger: Logger },
+): Promise<Component[]> {
+  if (config.plugins === undefined) return [];
+  const { logger } = deps;
+  const host = new PluginHost(config.plugins, {
+    registry: deps.registry,
+    onReload: (event) => {
+      if (event.ok)
+        logger.info({ index: event.indexSha256, plugins: event.plugins }, 'plug-ins reloaded');
+      else
+        logger.error(
+          { err: event.error },
+          'plug-in reload refused; the verified plug-ins keep running',
+        );
+    },
+  });
+  await host.load();
+  const loaded = host.chain?.plugins.map((p) => ({
+    name: p.name,
+    version: p.version,
+    sha256: p.moduleSha256,
+  }));
+  logger.info({ plugins: loaded }, 'plug-ins loaded');
+  return [component('plugins', { start: () => host.start(), stop: () => host.stop() })];
+}
+
+/**
+ * Direct evaluation in the CLI's local mode: the configured judges and plug-ins, as a server
+ * would have them. `close()` releases the judge client and the plug-in workers.
+ */
+export async function createLocalEvaluation(
+  config: Readonly<Config>,
+  deps: { env: Record<string, string | undefined>; logger: Logger },
+): Promise<{ service: EvaluationService; close: () => Promise<void> }> {
+  const http = createJudgeHttpClient(config, 'touchstone-cli');
+  const parts: Component[] = [closes('judge-http', http)];
+  try {
+    const service = createEvaluationService(config, { http, clock: systemClock, ...deps });
+    parts.push(
+      ...(await buildPlugins(config, { registry: service.registry, logger: deps.logger })),
+    );
+    return { service, close: () => stopAll(parts) };
+  } catch (err) {
+    await stopAll(parts);
+    throw err;
+  }
 }

@@ -21,7 +21,7 @@ import type { SourceManager, SourceService, WriteBackWriter } from '../sources/i
 import { openStore, type Store } from '../store/index.js';
 import { Metrics, registerStateGauges } from '../telemetry/index.js';
 import { createWebhooks, type Webhooks } from '../webhooks/index.js';
-import { buildEvaluation } from './build-evaluation.js';
+import { buildEvaluation, buildPlugins } from './build-evaluation.js';
 import { buildIdentity } from './build-identity.js';
 import { buildIngest } from './build-ingest.js';
 import { buildAnnotations, buildPolicies } from './build-policies.js';
@@ -30,7 +30,11 @@ import { boundAddress, buildHttpServer } from './build-server.js';
 import { buildSources } from './build-sources.js';
 import { closes, loop } from './lifecycle.js';
 
-export { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+export {
+  createEvaluationService,
+  createJudgeHttpClient,
+  createLocalEvaluation,
+} from './build-evaluation.js';
 export { createPolicyService } from './build-policies.js';
 export { authRequired } from './build-server.js';
 export { createSourceService } from './build-sources.js';
@@ -129,6 +133,7 @@ async function assemble(
   const { keys, audit } = identity;
   const judging = buildEvaluation(config, { env, clock, logger, metrics });
   const evaluation = judging.service;
+  const plugins = await buildPlugins(config, { registry: evaluation.registry, logger });
   const ingest = buildIngest(config, { ...base, onCompleted: () => engine.wake() });
   const { redactor, limits, completer } = ingest;
   const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
@@ -192,6 +197,7 @@ async function assemble(
     sourcing.component,
     identity.providerHttp,
     judging.component,
+    ...plugins,
     // After every emitter, before the store: interrupted attempts are recorded so another replica
     // resends them.
     component('webhooks', {

@@ -7,7 +7,11 @@ import { proxySettingsFromConfig } from '../net/index.js';
 import type { RunExecutor, RunService } from '../runs/index.js';
 import { openStore } from '../store/index.js';
 import { WebhookOutbox } from '../webhooks/index.js';
-import { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+import {
+  buildPlugins,
+  createEvaluationService,
+  createJudgeHttpClient,
+} from './build-evaluation.js';
 import { buildRuns, localRunTargets } from './build-runs.js';
 import { closes } from './lifecycle.js';
 
@@ -36,6 +40,7 @@ export async function createLocalRuns(
   const parts: Component[] = [closes('store', store), closes('judge-http', http)];
   try {
     const evaluation = createEvaluationService(config, { http, env: deps.env, clock, logger });
+    parts.push(...(await buildPlugins(config, { registry: evaluation.registry, logger })));
     const proxy = proxySettingsFromConfig(config.proxy);
     const datasets = createDatasetService(config, {
       env: deps.env,

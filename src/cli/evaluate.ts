@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient } from '../app/index.js';
-import { type Result, scoreNumber, systemClock } from '../core/index.js';
+import { createLocalEvaluation } from '../app/index.js';
+import { type Result, scoreNumber } from '../core/index.js';
 import type { EvaluatorRef, RecordResults } from '../evaluators/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
@@ -158,18 +158,14 @@ export function evaluateCommand(program: Command, io: CliIO, stdin: () => string
             flags.config === undefined ? {} : { config: flags.config },
             io,
           );
-          const http = createJudgeHttpClient(config, 'touchstone-cli');
+          const local = await createLocalEvaluation(config, {
+            env: io.env,
+            logger: pino({ level: 'silent' }),
+          });
           try {
-            const logger = pino({ level: 'silent' });
-            const service = createEvaluationService(config, {
-              http,
-              env: io.env,
-              clock: systemClock,
-              logger,
-            });
-            results = await service.evaluate(request);
+            results = await local.service.evaluate(request);
           } finally {
-            await http.close();
+            await local.close();
           }
         }
         if (flags.json) {

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { createEvaluationService, createJudgeHttpClient } from '../app/index.js';
-import { systemClock } from '../core/index.js';
+import { createLocalEvaluation } from '../app/index.js';
 import type { EvaluatorTypeView } from '../evaluators/index.js';
 import type { CliIO } from './io.js';
 import { configFromFlags } from './serve.js';
@@ -35,17 +34,14 @@ function typeText(t: EvaluatorTypeView): string {
 /** The evaluator types of this build, as a server would list them for the same config. */
 async function localTypes(flags: TargetFlags, io: CliIO): Promise<EvaluatorTypeView[]> {
   const config = configFromFlags(flags, io);
-  const http = createJudgeHttpClient(config, 'touchstone-cli');
+  const local = await createLocalEvaluation(config, {
+    env: io.env,
+    logger: pino({ level: 'silent' }),
+  });
   try {
-    const service = createEvaluationService(config, {
-      http,
-      env: io.env,
-      clock: systemClock,
-      logger: pino({ level: 'silent' }),
-    });
-    return service.describeTypes();
+    return local.service.describeTypes();
   } finally {
-    await http.close();
+    await local.close();
   }
 }
 

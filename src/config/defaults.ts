@@ -62,6 +62,17 @@ export const DEFAULTS = {
     maxConcurrent: 2,
     leaseTimeout: '30s',
   },
+  /** The original system's 64 MiB / 10 s; stdin matches the 4 MiB dataset row limit. */
+  plugins: {
+    reloadInterval: '5s',
+    memoryMiB: 64,
+    maxMemoryMiB: 256,
+    timeout: '10s',
+    maxTimeout: '60s',
+    maxOutputBytes: 1024 * 1024,
+    maxInputBytes: 4 * 1024 * 1024,
+    maxModuleBytes: 32 * 1024 * 1024,
+  },
   judge: {
     maxConcurrency: 4,
     requestsPerSecond: 10,

@@ -495,6 +495,45 @@ export const ConfigSchema = z
           .optional(),
       })
       .prefault({}),
+    /** Sandboxed WebAssembly plug-in evaluators (docs/plugins.md). Absent = none. */
+    plugins: z
+      .strictObject({
+        /** The plug-in index file (YAML or JSON); manifests and modules are relative to it. */
+        index: z.string().min(1),
+        /** sha256 (hex) of the index file's bytes. */
+        index_sha256: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits')
+          .optional(),
+        /**
+         * A file holding the index's sha256 (as `sha256sum` writes it), read again on every
+         * reload, so a new index and its pin can be rolled out without a restart.
+         */
+        index_sha256_file: z.string().min(1).optional(),
+        /** How often the index and its pin are checked for changes; `0` never reloads. */
+        reload_interval: z
+          .union([z.literal(0), durationMs])
+          .prefault(DEFAULTS.plugins.reloadInterval),
+        /** Worker threads running modules; `0` = one per core, at most 4. */
+        workers: z.int().nonnegative().default(0),
+        /** Defaults of every plug-in, and the most a manifest's `spec.limits` may ask for. */
+        limits: z
+          .strictObject({
+            memory_mib: z.int().positive().default(DEFAULTS.plugins.memoryMiB),
+            max_memory_mib: z.int().positive().max(4096).default(DEFAULTS.plugins.maxMemoryMiB),
+            timeout: durationMs.prefault(DEFAULTS.plugins.timeout),
+            max_timeout: durationMs.prefault(DEFAULTS.plugins.maxTimeout),
+            max_output_bytes: z.int().positive().default(DEFAULTS.plugins.maxOutputBytes),
+            max_input_bytes: z.int().positive().default(DEFAULTS.plugins.maxInputBytes),
+            max_module_bytes: z.int().positive().default(DEFAULTS.plugins.maxModuleBytes),
+          })
+          .prefault({}),
+      })
+      .refine((p) => (p.index_sha256 === undefined) !== (p.index_sha256_file === undefined), {
+        message: 'set exactly one of index_sha256 and index_sha256_file: nothing runs unpinned',
+        path: ['index_sha256'],
+      })
+      .optional(),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
     /** Judge used when a request or policy names none. */
     default_judge: z.string().optional(),

@@ -30,6 +30,20 @@ export interface EvaluatorManifest<P extends z.ZodType = z.ZodType> {
   params: P;
   /** True for evaluators without model calls; policies run cheap stages first. */
   cheap: boolean;
+  /** Set for plug-in evaluators (src/plugins): what pins them, and their params' own schema. */
+  plugin?: PluginOrigin;
+}
+
+/** Where a plug-in evaluator comes from, as `GET /v1alpha1/evaluators` shows it. */
+export interface PluginOrigin {
+  name: string;
+  version: string;
+  /** sha256 of the module's bytes, as its manifest pins it. */
+  sha256: string;
+  /** sha256 of the manifest's bytes, as the plug-in index pins it. */
+  manifestSha256: string;
+  /** The params' JSON Schema from the manifest. */
+  paramsSchema: Record<string, unknown>;
 }
 
 /** Chat completion as a judge answers it. */

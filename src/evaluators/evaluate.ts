@@ -6,7 +6,7 @@ import {
   RecordSchema,
   type Result,
 } from '../core/index.js';
-import type { EvaluatorFactory, Judge, Need, ScoreSpec } from './contract.js';
+import type { EvaluatorFactory, Judge, Need, PluginOrigin, ScoreSpec } from './contract.js';
 import { EvaluatorErrors } from './error-codes.js';
 import type { EvaluatorRegistry } from './registry.js';
 import {
@@ -36,6 +36,8 @@ export interface EvaluatorTypeView {
   scores: readonly ScoreSpec[];
   cheap: boolean;
   params: Record<string, unknown>;
+  /** Plug-in evaluators only: the plug-in and the sha256 of its module and manifest. */
+  plugin?: Omit<PluginOrigin, 'paramsSchema'>;
 }
 
 export interface RecordResults {
@@ -76,14 +78,19 @@ export class EvaluationService {
 
   /** Every evaluator type as `GET /v1alpha1/evaluators` and `touchstone evaluators list` show it. */
   describeTypes(): EvaluatorTypeView[] {
-    return this.evaluatorTypes().map(({ manifest }) => ({
-      type: manifest.type,
-      description: manifest.description,
-      needs: manifest.needs,
-      scores: manifest.scores,
-      cheap: manifest.cheap,
-      params: z.toJSONSchema(manifest.params, { io: 'input', unrepresentable: 'any' }),
-    }));
+    return this.evaluatorTypes().map(({ manifest }) => {
+      const view: EvaluatorTypeView = {
+        type: manifest.type,
+        description: manifest.description,
+        needs: manifest.needs,
+        scores: manifest.scores,
+        cheap: manifest.cheap,
+        params: z.toJSONSchema(manifest.params, { io: 'input', unrepresentable: 'any' }),
+      };
+      if (manifest.plugin === undefined) return view;
+      const { paramsSchema, ...origin } = manifest.plugin;
+      return { ...view, params: paramsSchema, plugin: origin };
+    });
   }
 
   /** The judge of this name (or the default); undefined when there is none (no throw). */

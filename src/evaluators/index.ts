@@ -9,6 +9,7 @@ import type { EvaluatorFactory } from './contract.js';
 import { judgeEvaluators } from './judge/index.js';
 import { EvaluatorRegistry } from './registry.js';
 
+export { compileSchema as compileJsonSchema } from './builtins/json.js';
 export * from './contract.js';
 export { EvaluatorErrors } from './error-codes.js';
 export {

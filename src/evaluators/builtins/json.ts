@@ -123,7 +123,8 @@ function invalidSchema(message: string): Error {
   });
 }
 
-function compileSchema(schema: Record<string, unknown>): ValidateFunction {
+/** Compiles a JSON Schema (draft 2020-12, 2019-09 or 07; patterns on RE2); throws `INVALID_ARGUMENT`. */
+export function compileSchema(schema: Record<string, unknown>): ValidateFunction {
   const uri = schema.$schema;
   // Without $schema, the newest dialect.
   const dialect =

@@ -1,0 +1,3 @@
+module example.com/touchstone-plugin-go
+
+go 1.21
