@@ -18,6 +18,16 @@ export {
 } from './engine.js';
 export { GuardErrors } from './error-codes.js';
 export {
+  MAX_MESSAGES,
+  type PromptGuardAnswer,
+  PromptGuardRequestSchema,
+  PromptGuardResponseSchema,
+  promptGuardAnswer,
+  promptGuardSubject,
+  rejectAnswer,
+} from './prompt-guard.js';
+export { GUARD_SERVICE, TraceRecorder } from './recorder.js';
+export {
   DEFAULT_DEADLINE,
   GUARD_KIND,
   type GuardCheckSpec,
@@ -28,6 +38,12 @@ export {
   type ParsedGuardPolicy,
   parseGuardPolicy,
 } from './resource.js';
+export {
+  GUARD_POLICY_RESOURCE,
+  GuardPolicyService,
+  type GuardPolicyServiceDeps,
+  type GuardPolicyView,
+} from './service.js';
 export type {
   GuardDecision,
   GuardDecisionEvent,
