@@ -11,6 +11,7 @@ import {
   type GuardDecisionEvent,
   GuardEngine,
   type GuardSubject,
+  MAX_SUBJECT_CHARS,
   parseGuardPolicy,
 } from './index.js';
 
@@ -481,5 +482,23 @@ describe('policies', () => {
     expect(
       ((await engine.decide('guard', prompt(CARD), viewer)) as { status: number }).status,
     ).toBe(503);
+  });
+});
+
+describe('size', () => {
+  it('cannot decide on more text than MAX_SUBJECT_CHARS: a block, or a pass when fail-open', async () => {
+    const big = prompt('a'.repeat(MAX_SUBJECT_CHARS));
+    const spec = { checks: [{ type: 'pii', action: 'mask' }] };
+    const r = rejected((await decide(spec, big)).decision);
+    expect(r.status).toBe(503);
+    expect(r.message).toBe(
+      `guardrail could not decide: the messages hold more than ${MAX_SUBJECT_CHARS} characters`,
+    );
+    expect((await decide({ ...spec, failOpen: true }, big)).decision).toEqual({
+      action: 'allow',
+      reason: 'fail-open: size',
+    });
+    const near = prompt(`${'a '.repeat(MAX_SUBJECT_CHARS / 2 - 100)} ${CARD}`);
+    expect((await decide(spec, near)).decision.action).toBe('mask');
   });
 });

@@ -32,6 +32,16 @@ import type {
 
 /** The status of a reject when no decision could be made (the gateway copies it to the client). */
 export const CANNOT_DECIDE_STATUS = 503;
+/**
+ * Characters of text (messages, and MCP arguments as JSON) one decision reads at most. The checks
+ * run on the request's thread: a larger subject cannot be decided without holding it (dense PII
+ * scans at about 0.5 µs a character), so it is "cannot decide": blocked unless the policy fails
+ * open.
+ */
+export const MAX_SUBJECT_CHARS = 128 * 1024;
+/** Above this many characters, the engine lets other requests run between two checks. */
+const YIELD_ABOVE_CHARS = 16 * 1024;
+
 /** How long a looked-up policy is used before the store is asked again (apply/delete also clear it). */
 export const POLICY_CACHE_MS = 1000;
 
@@ -204,8 +214,24 @@ export class GuardEngine {
     let args: unknown = subject.mcp?.arguments;
     const masked: string[] = [];
     const skipped: string[] = [];
+    const size = subjectChars(subject);
+    if (size > MAX_SUBJECT_CHARS) {
+      const why = `the messages hold more than ${MAX_SUBJECT_CHARS} characters`;
+      if (!policy.failOpen) {
+        return {
+          decision: rejectOf(
+            CANNOT_DECIDE_STATUS,
+            `guardrail could not decide: ${why}`,
+            'cannot-decide: size',
+          ),
+          outcome: 'cannot_decide',
+        };
+      }
+      return { decision: { action: 'allow', reason: 'fail-open: size' }, outcome: 'fail_open' };
+    }
     for (const check of policy.checks) {
       if (!check.phases.has(subject.phase)) continue;
+      if (size > YIELD_ABOVE_CHARS) await new Promise((resolve) => setImmediate(resolve));
       const remaining = policy.deadlineMs - (performance.now() - start);
       const input: CheckInput = {
         subject,
@@ -330,6 +356,18 @@ export class GuardEngine {
       'cannot-decide: internal',
     );
   }
+}
+
+/** The characters a decision reads; stops counting past the limit. */
+function subjectChars(subject: GuardSubject): number {
+  let n = 0;
+  for (const m of subject.messages) {
+    n += m.content.length;
+    if (n > MAX_SUBJECT_CHARS) return n;
+  }
+  const args = subject.mcp?.arguments;
+  if (args !== undefined) n += JSON.stringify(args)?.length ?? 0;
+  return n;
 }
 
 type Ran = CheckResult | { failure: string };

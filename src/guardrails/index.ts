@@ -14,6 +14,7 @@ export {
   type GuardEngineDeps,
   type GuardPolicySource,
   type GuardRecorder,
+  MAX_SUBJECT_CHARS,
   POLICY_CACHE_MS,
 } from './engine.js';
 export { GuardErrors } from './error-codes.js';
