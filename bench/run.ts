@@ -5,6 +5,7 @@
  */
 const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
+  guardrails: async () => (await import('./guardrails.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
   online: async () => (await import('./online.js')).main(),
   // Per-record overhead of plug-in evaluators and records/s through a policy, beside built-ins.

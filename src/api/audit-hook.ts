@@ -15,7 +15,13 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * Writes that are not audited when they succeed: ingest is data, not a change of configuration,
  * and evaluate stores nothing. Their refusals are audited like any other.
  */
-const UNAUDITED_ROUTES = new Set(['/v1/traces', '/v1/logs', '/v1alpha1/evaluate']);
+const UNAUDITED_ROUTES = new Set([
+  '/v1/traces',
+  '/v1/logs',
+  '/v1alpha1/evaluate',
+  '/v1alpha1/guardrails/:policy/request',
+  '/v1alpha1/guardrails/:policy/response',
+]);
 const MAX_FIELD = 512;
 /**
  * The web UI's sign-in: its caller is anonymous (a public route), and is recorded as the person

@@ -176,6 +176,44 @@ const MATRIX: { name: string; call: Call; allowed: Role[]; reads?: Reads }[] = [
     allowed: ['editor', 'admin', 'owner'],
   },
   {
+    name: 'apply guard policy',
+    call: { method: 'POST', url: '/v1alpha1/guardpolicies', body: guardPolicy('applied-guard') },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'list guard policies',
+    call: { method: 'GET', url: '/v1alpha1/guardpolicies' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'get guard policy',
+    call: { method: 'GET', url: '/v1alpha1/guardpolicies/kept-guard' },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'delete guard policy',
+    call: { method: 'DELETE', url: '/v1alpha1/guardpolicies/DROP_GUARD' },
+    allowed: ['editor', 'admin', 'owner'],
+  },
+  {
+    name: 'prompt-guard request',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/guardrails/kept-guard/request',
+      body: { body: { messages: [{ role: 'user', content: 'hi' }] } },
+    },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
+    name: 'prompt-guard response',
+    call: {
+      method: 'POST',
+      url: '/v1alpha1/guardrails/kept-guard/response',
+      body: { body: { choices: [{ message: { role: 'assistant', content: 'hello' } }] } },
+    },
+    allowed: ['viewer', 'editor', 'admin', 'owner'],
+  },
+  {
     name: 'list scores',
     call: { method: 'GET', url: '/v1alpha1/scores' },
     allowed: ['viewer', 'editor', 'admin', 'owner'],
@@ -327,6 +365,15 @@ function source(name: string) {
   };
 }
 
+function guardPolicy(name: string) {
+  return {
+    apiVersion: 'touchstone.dev/v1alpha1',
+    kind: 'GuardPolicy',
+    metadata: { name },
+    spec: { checks: [{ type: 'pii', action: 'mask' }] },
+  };
+}
+
 function policy(name: string) {
   return {
     apiVersion: 'touchstone.dev/v1alpha1',
@@ -426,6 +473,9 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
     } as const;
     expect((await send(dataset, secrets.owner)).statusCode).toBe(200);
     await t.app.policies.apply(OPEN_PRINCIPAL, policy('kept'), { project: 'p1' });
+    await t.app.guardrails.service.apply(OPEN_PRINCIPAL, guardPolicy('kept-guard'), {
+      project: 'p1',
+    });
     await t.app.sources.apply(OPEN_PRINCIPAL, source('feed'), { project: 'p1' });
     keptRun = (await t.app.runs.create(OPEN_PRINCIPAL, run('kept'), { project: 'p1' })).id;
     await t.app.runExecutor.drain();
@@ -543,6 +593,12 @@ describe('API keys, identity-provider tokens and roles (auth section present)', 
     if (call.url.includes('DELETE_ME')) {
       await t.app.policies.apply(OPEN_PRINCIPAL, policy('doomed'), { project: 'p1' });
       call = { ...call, url: call.url.replace('DELETE_ME', 'doomed') };
+    }
+    if (call.url.includes('DROP_GUARD')) {
+      await t.app.guardrails.service.apply(OPEN_PRINCIPAL, guardPolicy('doomed-guard'), {
+        project: 'p1',
+      });
+      call = { ...call, url: call.url.replace('DROP_GUARD', 'doomed-guard') };
     }
     if (call.url.includes('DROP_HOOK')) {
       await t.app.webhooks.service.apply(OPEN_PRINCIPAL, {

@@ -7,6 +7,11 @@ import {
   ResourceNameSchema,
 } from '../core/index.js';
 import { EvaluateRequestSchema, EvaluatorRefSchema } from '../evaluators/index.js';
+import {
+  GUARD_POLICY_RESOURCE,
+  PromptGuardRequestSchema,
+  PromptGuardResponseSchema,
+} from '../guardrails/index.js';
 import { AnnotationSchema, POLICY_RESOURCE, PolicySpecSchema } from '../policies/index.js';
 import type { ResourceDescriptor } from '../resources/index.js';
 import { GateSchema, RunPlainSchema, RunResourceSchema, RunSpecSchema } from '../runs/index.js';
@@ -87,6 +92,9 @@ const bodies: Record<string, z.ZodType> = {
   ...SOURCE_RESOURCE.bodies,
   BackfillRequest: BackfillBodySchema,
   ...WEBHOOK_RESOURCE.bodies,
+  ...GUARD_POLICY_RESOURCE.bodies,
+  PromptGuardRequest: PromptGuardRequestSchema,
+  PromptGuardResponse: PromptGuardResponseSchema,
   Run: RunPlainSchema,
   RunResource: RunResourceSchema,
   AnnotationRequest: AnnotationSchema,
@@ -446,6 +454,21 @@ export const OPERATIONS: readonly Operation[] = [
     { ...sourceAfter, body: ['BackfillRequest'] },
   ),
   ...resourceOperations(WEBHOOK_RESOURCE),
+  ...resourceOperations(GUARD_POLICY_RESOURCE),
+  ...(['request', 'response'] as const).map(
+    (phase): Operation => ({
+      method: 'post',
+      path: `/v1alpha1/guardrails/{policy}/${phase}`,
+      operationId: phase === 'request' ? 'guardPrompt' : 'guardCompletion',
+      tag: 'guardrails',
+      summary: `The agentgateway prompt-guard webhook, ${phase} phase: the named GuardPolicy decides on the ${phase === 'request' ? 'prompt messages' : 'LLM answer choices'} (docs/guardrails.md).`,
+      access: 'evaluate',
+      params: [project],
+      body: [phase === 'request' ? 'PromptGuardRequest' : 'PromptGuardResponse'],
+      response:
+        'Always 200 once the caller is authorized: `{"action": {"reason"}}` (pass), `{"action": {"body": {"messages"|"choices": [...]}, "reason"}}` (mask, same count), or `{"action": {"body": "<plain text>", "status_code": <int>, "reason"}}` (reject; 400 for a body that is not the gateway\'s shape, 503 when the guard cannot decide).',
+    }),
+  ),
   verb(
     '/v1alpha1/webhooks/{name}:test',
     'testWebhook',

@@ -3,6 +3,7 @@ import type { AuditTrail, BearerAuthenticator, BrowserSignIn, KeyService } from 
 import { newRequestId } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
+import type { GuardEngine, GuardPolicyService } from '../guardrails/index.js';
 import type { IngestService, TraceQueries } from '../ingest/index.js';
 import type { AnnotationService, PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
@@ -26,6 +27,7 @@ import { parseJsonBody } from './json.js';
 import { auditRoutes } from './routes/audit.js';
 import { datasetRoutes } from './routes/datasets.js';
 import { evaluateRoutes } from './routes/evaluate.js';
+import { guardrailRoutes } from './routes/guardrails.js';
 import { healthRoutes } from './routes/health.js';
 import { keyRoutes } from './routes/keys.js';
 import { openApiRoutes } from './routes/openapi.js';
@@ -67,6 +69,8 @@ export interface ServerDeps {
   /** Idempotency-Key on the routes marked `config.idempotency`. */
   idempotency: IdempotencyService;
   datasets: DatasetService;
+  /** GuardPolicy resources and the guard engine the prompt-guard webhook asks. */
+  guardrails: { service: GuardPolicyService; engine: GuardEngine };
   /** The built web UI's directory; undefined = no UI at /ui/. */
   uiDir: string | undefined;
   /** The UI's sign-in at an identity provider (`ui.sign_in`); undefined = API keys only. */
@@ -175,6 +179,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   await app.register(sourceRoutes, { sources: deps.sources });
   await app.register(runRoutes, { runs: deps.runs });
   await app.register(datasetRoutes, { datasets: deps.datasets });
+  await app.register(guardrailRoutes, {
+    guardPolicies: deps.guardrails.service,
+    engine: deps.guardrails.engine,
+  });
   if (deps.uiDir !== undefined) {
     await app.register(uiRoutes, { dir: deps.uiDir, signIn: deps.signIn });
   }

@@ -22,6 +22,7 @@ import { openStore, type Store } from '../store/index.js';
 import { Metrics, registerStateGauges } from '../telemetry/index.js';
 import { createWebhooks, type Webhooks } from '../webhooks/index.js';
 import { buildEvaluation, buildPlugins } from './build-evaluation.js';
+import { buildGuardrails, type Guardrails } from './build-guardrails.js';
 import { buildIdentity } from './build-identity.js';
 import { buildIngest } from './build-ingest.js';
 import { buildAnnotations, buildPolicies } from './build-policies.js';
@@ -41,6 +42,7 @@ export { createSourceService } from './build-sources.js';
 export { createLocalRuns, type LocalRuns } from './local-runs.js';
 export {
   type LocalService,
+  localGuardPolicies,
   localPolicies,
   localSources,
   localWebhooks,
@@ -93,6 +95,8 @@ export interface App {
   readonly idempotency: IdempotencyService;
   /** Dataset upload, import and the reader runs use (`read(project, path)`). */
   readonly datasets: DatasetService;
+  /** GuardPolicy resources and the guard engine (the prompt-guard webhook, the external processor). */
+  readonly guardrails: Guardrails;
   /** What `listen()` starts in this order and `close()` stops in reverse (the server last in). */
   readonly components: readonly Component[];
   /** Starts the components, the server last; resolves to its address (`127.0.0.1:4318`). */
@@ -167,6 +171,7 @@ async function assemble(
   });
   const runRetention = buildRunRetention(config, { store, clock, logger });
   const traces = new TraceQueries(store);
+  const guardrails = buildGuardrails(config, { ...base, evaluation, ingest: ingest.service });
   const http = await buildHttpServer(config, {
     store,
     logger,
@@ -187,6 +192,7 @@ async function assemble(
       runs: runs.service,
       idempotency,
       datasets,
+      guardrails,
     },
   });
   // Started in this order, stopped in reverse: the server stops accepting and drains first, then
@@ -236,6 +242,7 @@ async function assemble(
     runRetention,
     idempotency,
     datasets,
+    guardrails,
     components,
     async listen() {
       await startAll(components);

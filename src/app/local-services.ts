@@ -1,12 +1,14 @@
 import { pino } from 'pino';
 import type { Config } from '../config/index.js';
 import { systemClock } from '../core/index.js';
+import type { GuardPolicyService } from '../guardrails/index.js';
 import type { PolicyService } from '../policies/index.js';
 import { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
 import type { Store } from '../store/index.js';
 import { createWebhooks, WebhookOutbox, type WebhookService } from '../webhooks/index.js';
 import { createEvaluationService, createJudgeHttpClient } from './build-evaluation.js';
+import { buildGuardrails } from './build-guardrails.js';
 import { createPolicyService } from './build-policies.js';
 import { createSourceService, scheduledRunCheck } from './build-sources.js';
 
@@ -73,4 +75,16 @@ export function localWebhooks(config: Config, store: Store): LocalService<Webhoo
     logger: silent(),
   });
   return { service: webhooks.service, close: () => webhooks.close() };
+}
+
+export function localGuardPolicies(
+  config: Config,
+  store: Store,
+  env: Env,
+): LocalService<GuardPolicyService> {
+  const logger = silent();
+  const http = createJudgeHttpClient(config);
+  const evaluation = createEvaluationService(config, { http, env, clock: systemClock, logger });
+  const { service } = buildGuardrails(config, { store, clock: systemClock, logger, evaluation });
+  return { service, close: () => http.close() };
 }

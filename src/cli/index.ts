@@ -10,6 +10,7 @@ import { datasetsCommand } from './datasets.js';
 import { evaluateCommand } from './evaluate.js';
 import { evaluatorsCommand } from './evaluators.js';
 import { EXIT } from './exit-codes.js';
+import { guardPolicyCommand } from './guardpolicy.js';
 import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
 import { loginCommand } from './login.js';
@@ -82,6 +83,7 @@ Docs: docs/cli.md`,
   tracesCommand(program, io);
   webhookCommand(program, io, stdin);
   policyCommand(program, io, stdin);
+  guardPolicyCommand(program, io, stdin);
   scoresCommand(program, io);
   sourceCommand(program, io, stdin);
   runCommand(program, io, stdin);

@@ -4,7 +4,8 @@ import type { Page, PageRequest, PolicyRecord, PolicyStore } from './ports.js';
 import { ResourceTable, upsertDocument } from './resource-table.js';
 import type { Database, PoliciesTable } from './schema.js';
 
-function fromRow(row: Selectable<PoliciesTable>): PolicyRecord {
+/** A policy row as its record (guard policies share the columns). */
+export function fromRow(row: Selectable<PoliciesTable>): PolicyRecord {
   return {
     project: row.project,
     name: row.name,

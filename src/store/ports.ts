@@ -17,6 +17,7 @@
 
 export * from './ports/alerts.js';
 export * from './ports/audit.js';
+export * from './ports/guard-policies.js';
 export * from './ports/idempotency.js';
 export * from './ports/keys.js';
 export * from './ports/leases.js';

@@ -3,6 +3,7 @@ import type { Clock } from '../core/index.js';
 import { KyselyAlertStore } from './alerts.js';
 import { KyselyApiKeyStore } from './api-keys.js';
 import { KyselyAuditStore } from './audit.js';
+import { KyselyGuardPolicyStore } from './guard-policies.js';
 import { KyselyIdempotencyStore } from './idempotency.js';
 import { KyselyJudgeBudgetStore } from './judge-budgets.js';
 import { KyselyLeaseStore } from './leases.js';
@@ -34,6 +35,7 @@ export function createRepositories(db: Kysely<Database>, ctx: RepositoryContext)
     traces: new KyselyTraceStore(db, ctx.dialect),
     webhooks: new KyselyWebhookStore(db),
     policies: new KyselyPolicyStore(db),
+    guardPolicies: new KyselyGuardPolicyStore(db),
     work: new KyselyWorkQueue(db, ctx.dialect),
     results: new KyselyResultStore(db, ctx.dialect),
     alerts: new KyselyAlertStore(db, ctx.dialect),

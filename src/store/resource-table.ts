@@ -10,7 +10,7 @@ import type { Page, PageRequest } from './ports.js';
 import type { Database, PoliciesTable, SourcesTable } from './schema.js';
 
 /** The tables of declarative resources: each keyed by (project, name). */
-type ResourceTableName = 'policies' | 'sources' | 'webhooks';
+type ResourceTableName = 'policies' | 'guard_policies' | 'sources' | 'webhooks';
 
 /**
  * Any of them typed as the key the shared statements read, under the one name `resource` (the
@@ -113,7 +113,7 @@ export class ResourceTable<T extends ResourceTableName, R> {
  * generation and `updated_at` move only when the document differs (key order aside: it is stored
  * with its keys sorted). `fresh` holds the columns a created row starts with beyond these.
  */
-export async function upsertDocument<T extends 'policies' | 'sources'>(
+export async function upsertDocument<T extends 'policies' | 'guard_policies' | 'sources'>(
   kysely: Kysely<Database>,
   table: T,
   key: { project: string; name: string },

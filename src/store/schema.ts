@@ -415,6 +415,8 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
   policies: PoliciesTable;
+  /** Same columns as `policies`: a GuardPolicy document and its generation. */
+  guard_policies: PoliciesTable;
   work_items: WorkItemsTable;
   results: ResultsTable;
   metric_points: MetricPointsTable;

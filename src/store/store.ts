@@ -17,6 +17,7 @@ import type {
   AlertStore,
   ApiKeyStore,
   AuditStore,
+  GuardPolicyStore,
   IdempotencyStore,
   JudgeBudgetStore,
   LeaseStore,
@@ -73,6 +74,7 @@ export class KyselyStore implements Store {
   readonly traces: TraceStore;
   readonly webhooks: WebhookStore;
   readonly policies: PolicyStore;
+  readonly guardPolicies: GuardPolicyStore;
   readonly work: WorkQueue;
   readonly results: ResultStore;
   readonly alerts: AlertStore;
@@ -100,6 +102,7 @@ export class KyselyStore implements Store {
     this.traces = repositories.traces;
     this.webhooks = repositories.webhooks;
     this.policies = repositories.policies;
+    this.guardPolicies = repositories.guardPolicies;
     this.work = repositories.work;
     this.results = repositories.results;
     this.alerts = repositories.alerts;

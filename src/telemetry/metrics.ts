@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Result } from '../core/index.js';
 import type { EvaluationObserver } from '../evaluators/index.js';
+import type { GuardDecisionEvent, GuardObserver } from '../guardrails/index.js';
 import type { IngestObserver } from '../ingest/index.js';
 import type { PolicyEngineObserver } from '../policies/index.js';
 import type { SourceObserver, WriteBackObserver } from '../sources/index.js';
@@ -18,7 +19,8 @@ export class Metrics
     WebhookObserver,
     PolicyEngineObserver,
     SourceObserver,
-    WriteBackObserver
+    WriteBackObserver,
+    GuardObserver
 {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -102,6 +104,18 @@ export class Metrics
     'Write requests refused with 503 to shed load, by the limit reached: requests or bytes in flight, or queue (waited too long for a turn to store).',
     ['reason'],
   );
+  private readonly guardDecisions = this.counter(
+    'touchstone_guard_decisions_total',
+    'Guard decisions (prompt-guard webhook, external processor) by project, policy, phase, action (allow, mask, reject) and outcome: decided, fail_open (a check could not decide and the policy fails open) or cannot_decide (blocked for it).',
+    ['project', 'policy', 'phase', 'action', 'outcome'],
+  );
+  private readonly guardDuration = new Histogram({
+    name: 'touchstone_guard_decision_seconds',
+    help: 'Time one guard decision took, by phase (request, response).',
+    labelNames: ['phase'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   private readonly onlineFreshness = new Histogram({
     name: 'touchstone_online_freshness_seconds',
     help: 'Time from a trace version being complete to its online results being stored.',
@@ -299,6 +313,12 @@ export class Metrics
         for (const s of series) this.set(s.labels as Partial<Record<L, string>>, s.value);
       },
     });
+  }
+
+  onGuardDecision(e: GuardDecisionEvent): void {
+    const { project, policy, phase, action, outcome } = e;
+    this.guardDecisions.inc({ project, policy, phase, action, outcome });
+    this.guardDuration.observe({ phase }, e.seconds);
   }
 
   onResult(type: string, outcome: string, durationMs: number): void {

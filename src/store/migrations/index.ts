@@ -11,6 +11,7 @@ import { writeBackDeadLetters } from './0009-write-back-dead-letters.js';
 import { readViews } from './0010-read-views.js';
 import { spanResources } from './0011-span-resources.js';
 import { audit } from './0012-audit.js';
+import { guardPolicies } from './0013-guard-policies.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -29,4 +30,5 @@ export const MIGRATIONS: readonly Migration[] = [
   readViews,
   spanResources,
   audit,
+  guardPolicies,
 ];

@@ -4,6 +4,7 @@
  */
 import type { AlertStore } from './alerts.js';
 import type { AuditStore } from './audit.js';
+import type { GuardPolicyStore } from './guard-policies.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { ApiKeyStore } from './keys.js';
 import type { LeaseStore } from './leases.js';
@@ -28,6 +29,7 @@ export interface Repositories {
   readonly traces: TraceStore;
   readonly webhooks: WebhookStore;
   readonly policies: PolicyStore;
+  readonly guardPolicies: GuardPolicyStore;
   readonly work: WorkQueue;
   readonly results: ResultStore;
   readonly alerts: AlertStore;

@@ -1,0 +1,56 @@
+/**
+ * @module guardrails
+ * Gateway guardrails: GuardPolicy resources and the guard engine that decides allow, mask or
+ * reject on a gateway's messages or MCP tool calls (PII and secret detectors of `redaction`, RE2
+ * deny lists, prompt-injection heuristics, CEL conditions, an LLM judge). The prompt-guard
+ * webhook (api/) and the external processor call `GuardEngine.decide`. docs/guardrails.md
+ */
+export {
+  CANNOT_DECIDE_STATUS,
+  type CheckOutcome,
+  type CompiledGuardPolicy,
+  compileGuardPolicy,
+  GuardEngine,
+  type GuardEngineDeps,
+  type GuardPolicySource,
+  type GuardRecorder,
+  MAX_SUBJECT_CHARS,
+  POLICY_CACHE_MS,
+} from './engine.js';
+export { GuardErrors } from './error-codes.js';
+export {
+  MAX_MESSAGES,
+  type PromptGuardAnswer,
+  PromptGuardRequestSchema,
+  PromptGuardResponseSchema,
+  promptGuardAnswer,
+  promptGuardSubject,
+  rejectAnswer,
+} from './prompt-guard.js';
+export { GUARD_SERVICE, TraceRecorder } from './recorder.js';
+export {
+  DEFAULT_DEADLINE,
+  GUARD_KIND,
+  type GuardCheckSpec,
+  GuardPolicyResourceSchema,
+  type GuardSpec,
+  guardPolicyResource,
+  MAX_DEADLINE_MS,
+  type ParsedGuardPolicy,
+  parseGuardPolicy,
+} from './resource.js';
+export {
+  GUARD_POLICY_RESOURCE,
+  GuardPolicyService,
+  type GuardPolicyServiceDeps,
+  type GuardPolicyView,
+} from './service.js';
+export type {
+  GuardDecision,
+  GuardDecisionEvent,
+  GuardMcpCall,
+  GuardMessage,
+  GuardObserver,
+  GuardPhase,
+  GuardSubject,
+} from './types.js';
