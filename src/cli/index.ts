@@ -13,6 +13,7 @@ import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
 import { loginCommand } from './login.js';
+import { mcpCommand } from './mcp.js';
 import { policyCommand } from './policy.js';
 import { runCommand } from './run.js';
 import { runsCommand } from './runs.js';
@@ -87,6 +88,7 @@ Docs: docs/cli.md`,
   runCommand(program, io, stdin);
   runsCommand(program, io);
   datasetsCommand(program, io);
+  mcpCommand(program, io);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -1,0 +1,144 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { authorize, type McpToolFacts, type Principal } from '../auth/index.js';
+import { describeDetails, issuesToDetails, isTouchstoneError } from '../core/index.js';
+import { bound } from './bounds.js';
+import { findTool, type McpServices, type McpTool, shortName, TOOLS } from './tools.js';
+
+/** What a request's log needs (a Fastify or pino logger). */
+export interface McpLogger {
+  error(obj: object, msg: string): void;
+}
+
+export const SERVER_INFO = { name: 'touchstone', version: '0.1.0' };
+
+const INSTRUCTIONS =
+  'Touchstone scores AI-agent traces. Start with whoami (projects and permissions), then search_traces, get_trace and get_trace_scores. Results are bounded: when an answer has `truncated`, follow its hint.';
+
+/** Problems named in one refusal; the rest are counted. */
+const MAX_DETAILS = 10;
+
+/** The JSON Schemas `tools/list` shows, made once: the registry does not change. */
+const LISTED = new Map<string, Tool>(
+  TOOLS.map((t) => [
+    t.name,
+    {
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: z.toJSONSchema(t.input, {
+        io: 'input',
+        unrepresentable: 'any',
+      }) as Tool['inputSchema'],
+      annotations: { title: t.title, ...t.annotations },
+    },
+  ]),
+);
+
+/**
+ * Whether `principal` may use `tool` with `args`: its permission, then the access rules with
+ * `mcp.tool.name` and `mcp.tool.arguments` (the empty map when listing). `whoami` needs neither.
+ */
+function mayUse(principal: Principal, tool: McpTool, args: Record<string, unknown>): boolean {
+  if (tool.permission === undefined) return true;
+  const project = typeof args.project === 'string' ? args.project : undefined;
+  try {
+    authorize(principal, tool.permission, project, { mcp: { name: tool.name, arguments: args } });
+    return true;
+  } catch (err) {
+    if (isTouchstoneError(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * The principal a tool acts as: the caller, with the access rules seeing the tool on every check
+ * the services make for it (a rule on `mcp.tool.name` applies to the reads the tool does).
+ */
+function actingThrough(principal: Principal, tool: McpToolFacts): Principal {
+  const rules = principal.rules;
+  if (rules === undefined) return principal;
+  return {
+    ...principal,
+    rules: {
+      check: (p, action, project, resource = {}) =>
+        rules.check(p, action, project, { ...resource, mcp: tool }),
+    },
+  };
+}
+
+function textResult(text: string, isError = false): CallToolResult {
+  return { content: [{ type: 'text', text }], ...(isError ? { isError: true } : {}) };
+}
+
+/** The one answer for a tool that does not exist and one the caller may not see. */
+function notFound(name: string): CallToolResult {
+  return textResult(`tool ${shortName(name)} not found`, true);
+}
+
+function invalidArguments(tool: McpTool, issues: readonly z.core.$ZodIssue[]): CallToolResult {
+  const details = issuesToDetails(issues).map((d) => ({ ...d, path: shortName(d.path) }));
+  const more = details.length > MAX_DETAILS ? ` (and ${details.length - MAX_DETAILS} more)` : '';
+  return textResult(
+    `invalid arguments for ${tool.name}: ${describeDetails(details.slice(0, MAX_DETAILS))}${more}`,
+    true,
+  );
+}
+
+/** A refusal the model can act on: the error's code and message (safe by construction). */
+function failure(err: unknown, log: McpLogger, requestId: string): CallToolResult {
+  if (isTouchstoneError(err)) {
+    const details = err.details
+      .slice(0, MAX_DETAILS)
+      .map((d) => ({ ...d, path: shortName(d.path) }));
+    const named = details.length === 0 ? '' : ` (${describeDetails(details)})`;
+    return textResult(`${err.code}: ${err.message}${named}`, true);
+  }
+  log.error({ err, requestId }, 'tool call failed');
+  return textResult(`internal error (request id ${requestId})`, true);
+}
+
+/**
+ * A tool-protocol server for one caller: `tools/list` shows the tools it may use, `tools/call`
+ * runs one as that caller or answers "not found" alike for an unknown tool and one it may not
+ * use. Permission and rules are checked in the handler, per call, so each message of a JSON-RPC
+ * batch is checked on its own.
+ */
+export function createMcpServer(
+  principal: Principal,
+  services: McpServices,
+  log: McpLogger,
+  requestId: string,
+): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: { listChanged: false } },
+    instructions: INSTRUCTIONS,
+  });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: TOOLS.filter((t) => mayUse(principal, t, {})).map((t) => LISTED.get(t.name) as Tool),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name } = request.params;
+    const args = request.params.arguments ?? {};
+    const tool = findTool(name);
+    if (tool === undefined || !mayUse(principal, tool, args)) {
+      return notFound(name);
+    }
+    const parsed = tool.input.safeParse(args);
+    if (!parsed.success) return invalidArguments(tool, parsed.error.issues);
+    try {
+      const caller = actingThrough(principal, { name: tool.name, arguments: args });
+      const answer = await tool.run(caller, services, parsed.data);
+      return textResult(bound(answer.value, answer).text);
+    } catch (err) {
+      return failure(err, log, requestId);
+    }
+  });
+  return server;
+}

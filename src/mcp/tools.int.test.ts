@@ -1,0 +1,276 @@
+import { createMCPClient } from '@ai-sdk/mcp';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonOf, type McpFixture, mcpFixture, sdkClient, textOf } from '../../test/support/mcp.js';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { TOOLS } from './tools.js';
+
+const ALL_TOOLS = [
+  'whoami',
+  'search_traces',
+  'get_trace',
+  'get_trace_scores',
+  'list_scores',
+  'score_trends',
+  'list_evaluators',
+  'evaluate',
+  'create_run',
+  'get_run',
+  'list_runs',
+  'upload_dataset',
+  'list_sources',
+  'list_policies',
+  'list_webhook_deliveries',
+];
+
+describe('/mcp with the SDK client (streamable HTTP, stateless)', () => {
+  let f: McpFixture;
+  let owner: Client;
+
+  beforeAll(async () => {
+    f = await mcpFixture();
+    owner = await sdkClient(f.url, f.keys.owner);
+    await f.t.app.webhooks.service.apply(OPEN_PRINCIPAL, {
+      name: 'hook',
+      project: 'p1',
+      url: 'https://example.com/hook',
+      events: ['trace.scored'],
+    });
+  });
+  afterAll(async () => {
+    await owner?.close();
+    await f?.close();
+  });
+
+  it('initializes and lists every tool with its schema and annotations, in registry order', async () => {
+    expect(owner.getServerVersion()?.name).toBe('touchstone');
+    const { tools } = await owner.listTools();
+    expect(tools.map((t) => t.name)).toEqual(ALL_TOOLS);
+    for (const t of tools) {
+      expect(t.inputSchema.type, t.name).toBe('object');
+      expect(typeof t.annotations?.readOnlyHint, t.name).toBe('boolean');
+      expect(typeof t.annotations?.destructiveHint, t.name).toBe('boolean');
+      expect(typeof t.annotations?.idempotentHint, t.name).toBe('boolean');
+      expect(t.annotations?.destructiveHint, t.name).toBe(false);
+    }
+    const getTrace = tools.find((t) => t.name === 'get_trace');
+    expect(getTrace?.inputSchema.required).toEqual(['trace_id']);
+  });
+
+  it('whoami, search_traces, get_trace and get_trace_scores read as the caller', async () => {
+    const me = jsonOf(await owner.callTool({ name: 'whoami', arguments: {} }));
+    expect(me).toMatchObject({ kind: 'key', project: 'p1', roles: ['owner'] });
+
+    const found = jsonOf<{ traces: { traceId: string; service: string }[] }>(
+      await owner.callTool({ name: 'search_traces', arguments: { service: 'agent' } }),
+    );
+    expect(found.traces.map((t) => t.traceId)).toEqual([f.traceId]);
+
+    const trace = jsonOf<{ trace: { traceId: string }; record: object; trajectory_steps: number }>(
+      await owner.callTool({ name: 'get_trace', arguments: { trace_id: f.traceId } }),
+    );
+    expect(trace.trace.traceId).toBe(f.traceId);
+    expect(trace.trajectory_steps).toBeGreaterThan(0);
+
+    const scores = jsonOf(
+      await owner.callTool({ name: 'get_trace_scores', arguments: { trace_id: f.traceId } }),
+    );
+    expect(scores).toMatchObject({ results: {} });
+  });
+
+  it('search_traces takes a CEL filter over each trace', async () => {
+    const call = async (filter: string) =>
+      jsonOf<{ traces: unknown[]; scanned: number }>(
+        await owner.callTool({ name: 'search_traces', arguments: { filter } }),
+      );
+    const hit = await call('"get_weather" in tools');
+    expect(hit.traces).toHaveLength(1);
+    expect(hit.scanned).toBe(1);
+    expect((await call('error')).traces).toHaveLength(0);
+    const bad = await owner.callTool({ name: 'search_traces', arguments: { filter: 'tools.(' } });
+    expect(bad.isError).toBe(true);
+    expect(textOf(bad)).toMatch(/^POLICY_CEL_INVALID: .*filter/);
+  });
+
+  it('a scoped key sees only its traces through the tools', async () => {
+    const scoped = await sdkClient(f.url, f.scopedOut);
+    try {
+      const found = jsonOf<{ traces: unknown[] }>(
+        await scoped.callTool({ name: 'search_traces', arguments: {} }),
+      );
+      expect(found.traces).toEqual([]);
+      const read = await scoped.callTool({ name: 'get_trace', arguments: { trace_id: f.traceId } });
+      expect(read.isError).toBe(true);
+      expect(textOf(read)).toMatch(/^TRACE_NOT_FOUND: /);
+    } finally {
+      await scoped.close();
+    }
+  });
+
+  it('lists, evaluates, runs and uploads through the same services as REST', async () => {
+    const evaluators = jsonOf<{ evaluators: { type: string }[] }>(
+      await owner.callTool({ name: 'list_evaluators', arguments: { name: 'exact' } }),
+    );
+    expect(evaluators.evaluators.map((e) => e.type)).toContain('exact-match');
+
+    const scored = jsonOf<{ results: { results: { outcome: string }[] }[] }>(
+      await owner.callTool({
+        name: 'evaluate',
+        arguments: {
+          evaluators: [{ ref: 'exact-match' }],
+          records: [{ input: 'q', output: 'a', reference: 'a' }],
+        },
+      }),
+    );
+    expect(scored.results[0]?.results[0]?.outcome).toBe('OUTCOME_SCORED');
+    const byTrace = await owner.callTool({
+      name: 'evaluate',
+      arguments: { evaluators: [{ ref: 'tool-errors' }], trace_ids: [f.traceId] },
+    });
+    expect(byTrace.isError, textOf(byTrace)).toBeFalsy();
+
+    const uploaded = jsonOf<{ dataset: { path: string; records: number } }>(
+      await owner.callTool({
+        name: 'upload_dataset',
+        arguments: { name: 'qa', rows: [{ input: 'q', output: 'a', reference: 'a' }] },
+      }),
+    );
+    expect(uploaded.dataset.records).toBe(1);
+
+    const spec = {
+      name: 'from-tool',
+      dataset: { path: uploaded.dataset.path },
+      evaluators: [{ ref: 'exact-match' }],
+    };
+    const create = () =>
+      owner.callTool({ name: 'create_run', arguments: { spec, idempotency_key: 'k-1' } });
+    const first = jsonOf<{ run: { id: string } }>(await create());
+    const again = jsonOf<{ run: { id: string } }>(await create());
+    expect(again.run.id).toBe(first.run.id);
+    const got = jsonOf<{ run: { id: string } }>(
+      await owner.callTool({ name: 'get_run', arguments: { run_id: first.run.id } }),
+    );
+    expect(got.run.id).toBe(first.run.id);
+    const runs = jsonOf<{ runs: { id: string }[] }>(
+      await owner.callTool({ name: 'list_runs', arguments: {} }),
+    );
+    expect(runs.runs.map((r) => r.id)).toContain(first.run.id);
+
+    for (const [name, key] of [
+      ['list_sources', 'sources'],
+      ['list_policies', 'policies'],
+      ['list_scores', 'entries'],
+    ] as const) {
+      const listed = jsonOf(await owner.callTool({ name, arguments: {} }));
+      expect(Array.isArray(listed[key]), name).toBe(true);
+    }
+    const deliveries = jsonOf(
+      await owner.callTool({ name: 'list_webhook_deliveries', arguments: { webhook: 'hook' } }),
+    );
+    expect(deliveries).toEqual({ deliveries: [] });
+    const trends = await owner.callTool({ name: 'score_trends', arguments: {} });
+    expect(trends.isError, textOf(trends)).toBeFalsy();
+  });
+
+  it('arguments that do not match the schema are refused naming the field, not echoing it', async () => {
+    const bad = await owner.callTool({
+      name: 'get_trace',
+      arguments: { trace_id: 42, step_limit: 100_000, ['x'.repeat(5000)]: 'y'.repeat(5000) },
+    });
+    expect(bad.isError).toBe(true);
+    const text = textOf(bad);
+    expect(text).toMatch(/^invalid arguments for get_trace: /);
+    expect(text).toContain('trace_id');
+    expect(text).toContain('step_limit');
+    expect(text).not.toContain('y'.repeat(100));
+    expect(text.length).toBeLessThan(1000);
+  });
+
+  it('an unknown tool and a tool the caller may not use get the same "not found"', async () => {
+    const viewer = await sdkClient(f.url, f.keys.viewer);
+    try {
+      const listed = (await viewer.listTools()).tools.map((t) => t.name);
+      expect(listed).not.toContain('create_run');
+      expect(listed).not.toContain('upload_dataset');
+      expect(listed).not.toContain('list_sources');
+      const denied = await viewer.callTool({ name: 'create_run', arguments: { spec: {} } });
+      const unknown = await viewer.callTool({ name: 'drop_tables', arguments: {} });
+      expect(denied).toEqual({
+        content: [{ type: 'text', text: 'tool create_run not found' }],
+        isError: true,
+      });
+      expect(unknown).toEqual({
+        content: [{ type: 'text', text: 'tool drop_tables not found' }],
+        isError: true,
+      });
+    } finally {
+      await viewer.close();
+    }
+  });
+
+  it('access rules on mcp.tool.name hide a tool and refuse it as unknown', async () => {
+    const ruled = await sdkClient(f.url, f.ruled);
+    try {
+      const listed = (await ruled.listTools()).tools.map((t) => t.name);
+      expect(listed).not.toContain('get_trace');
+      expect(listed).toContain('search_traces');
+      const refused = await ruled.callTool({
+        name: 'get_trace',
+        arguments: { trace_id: f.traceId },
+      });
+      expect(textOf(refused)).toBe('tool get_trace not found');
+    } finally {
+      await ruled.close();
+    }
+  });
+
+  it('access rules on mcp.tool.arguments refuse only the calls they match', async () => {
+    const hidden = await owner.callTool({
+      name: 'search_traces',
+      arguments: { service: 'secret-service' },
+    });
+    expect(textOf(hidden)).toBe('tool search_traces not found');
+    const allowed = await owner.callTool({
+      name: 'search_traces',
+      arguments: { service: 'agent' },
+    });
+    expect(allowed.isError).toBeFalsy();
+  });
+
+  it('every registry tool is exercised above', () => {
+    expect(TOOLS.map((t) => t.name)).toEqual(ALL_TOOLS);
+  });
+});
+
+describe('/mcp with an independent client (@ai-sdk/mcp)', () => {
+  let f: McpFixture;
+  beforeAll(async () => {
+    f = await mcpFixture();
+  });
+  afterAll(async () => {
+    await f?.close();
+  });
+
+  it('lists the tools and calls get_trace', async () => {
+    const client = await createMCPClient({
+      transport: {
+        type: 'http',
+        url: f.url,
+        headers: { authorization: `Bearer ${f.keys.viewer}` },
+      },
+    });
+    try {
+      expect(client.serverInfo.name).toBe('touchstone');
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toContain('get_trace');
+      const set = await client.tools();
+      const result = await set.get_trace?.execute(
+        { trace_id: f.traceId },
+        { toolCallId: '1', messages: [] },
+      );
+      expect(jsonOf<{ trace: { traceId: string } }>(result).trace.traceId).toBe(f.traceId);
+    } finally {
+      await client.close();
+    }
+  });
+});
