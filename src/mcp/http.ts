@@ -67,7 +67,8 @@ function baseUrl(request: FastifyRequest): string {
  */
 function challenge(request: FastifyRequest, options: McpHttpOptions): string {
   const parts = ['Bearer realm="touchstone"'];
-  if (request.headers.authorization !== undefined) parts.push('error="invalid_token"');
+  const sent = request.headers.authorization;
+  if (sent !== undefined && sent !== '') parts.push('error="invalid_token"');
   if (options.issuers.length > 0) {
     parts.push(`resource_metadata="${baseUrl(request)}${MCP_RESOURCE_METADATA_PATH}"`);
   }
