@@ -1,8 +1,17 @@
 import { createMCPClient } from '@ai-sdk/mcp';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonOf, type McpFixture, mcpFixture, sdkClient, textOf } from '../../test/support/mcp.js';
+import {
+  bigTrace,
+  jsonOf,
+  type McpFixture,
+  mcpFixture,
+  sdkClient,
+  storedTrace,
+  textOf,
+} from '../../test/support/mcp.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { RESULT_BUDGET_CHARS, RESULT_HARD_CAP_CHARS } from './bounds.js';
 import { TOOLS } from './tools.js';
 
 const ALL_TOOLS = [
@@ -269,6 +278,55 @@ describe('/mcp with an independent client (@ai-sdk/mcp)', () => {
         { toolCallId: '1', messages: [] },
       );
       expect(jsonOf<{ trace: { traceId: string } }>(result).trace.traceId).toBe(f.traceId);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('tool results stay within their size budget', () => {
+  let f: McpFixture;
+  let big = '';
+  beforeAll(async () => {
+    f = await mcpFixture();
+    big = await storedTrace(
+      f.t,
+      'p1',
+      f.keys.ingest,
+      (tracer) => bigTrace(tracer, 500, 1_000_000),
+      'big',
+    );
+  });
+  afterAll(async () => {
+    await f?.close();
+  });
+
+  it('get_trace of a 1 MB output and 500 steps: fields cut and marked, steps windowed and counted', async () => {
+    const client = await sdkClient(f.url, f.keys.viewer);
+    try {
+      const result = await client.callTool({
+        name: 'get_trace',
+        arguments: { trace_id: big, include: ['output', 'trajectory'], step_limit: 100 },
+      });
+      const text = textOf(result);
+      expect(text.length).toBeLessThanOrEqual(RESULT_BUDGET_CHARS);
+      const v = JSON.parse(text);
+      expect(v.record.output).toMatch(/…\[cut: \d+ chars\]$/);
+      expect(v.trajectory.total).toBeGreaterThanOrEqual(500);
+      expect(v.trajectory.omitted_after).toBe(v.trajectory.total - 100);
+      expect(v.trajectory.next_step_offset).toBe(100);
+      // The window itself was still too large: the list was shortened and the note says so.
+      expect(v.truncated.lists[0]).toMatchObject({ path: 'trajectory.steps', total: 100 });
+      expect(v.truncated.hint).toMatch(/step_limit/);
+
+      const wide = await client.callTool({
+        name: 'get_trace',
+        arguments: { trace_id: big, include: ['output'], max_chars_per_field: 20_000 },
+      });
+      expect(textOf(wide).length).toBeLessThanOrEqual(RESULT_HARD_CAP_CHARS);
+      expect(JSON.parse(textOf(wide)).record.output).toHaveLength(
+        20_000 + '…[cut: 1000000 chars]'.length,
+      );
     } finally {
       await client.close();
     }

@@ -4,6 +4,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { context, type Tracer, trace } from '@opentelemetry/api';
 import { OPEN_PRINCIPAL, ROLES, type Role } from '../../src/auth/index.js';
 import { type TestApp, testApp } from './app.js';
 import { agentTrace, jsonBody, recordSpans } from './otel.js';
@@ -30,11 +31,50 @@ export const TOOL_RULES = [
   },
 ] as const;
 
-/** Waits until the trace sent over OTLP is stored (completed). */
-async function storedTrace(t: TestApp, project: string, ingestKey: string): Promise<string> {
+/**
+ * An agent trace of `steps` tool calls whose root output is `outputChars` long (the fixture's
+ * attribute limit keeps it whole), for the size bounds.
+ */
+export function bigTrace(tracer: Tracer, steps: number, outputChars: number): string {
   let id = '';
-  const spans = recordSpans({ 'service.name': 'agent' }, (tracer) => {
-    id = agentTrace(tracer, { fail: false });
+  tracer.startActiveSpan(
+    'agent',
+    {
+      attributes: {
+        'openinference.span.kind': 'AGENT',
+        'input.value': 'summarize the logs',
+        'output.value': 'o'.repeat(outputChars),
+      },
+    },
+    (root) => {
+      id = root.spanContext().traceId;
+      const parent = trace.setSpan(context.active(), root);
+      for (let i = 0; i < steps; i++) {
+        const attributes = {
+          'openinference.span.kind': 'TOOL',
+          'tool.name': 'read_log',
+          'input.value': `{"chunk": ${i}}`,
+          'output.value': 'l'.repeat(2_000),
+        };
+        tracer.startSpan(`read_log ${i}`, { attributes }, parent).end();
+      }
+      root.end();
+    },
+  );
+  return id;
+}
+
+/** Sends the spans `build` records over OTLP and waits until the trace is stored (completed). */
+export async function storedTrace(
+  t: TestApp,
+  project: string,
+  ingestKey: string,
+  build: (tracer: Tracer) => string = (tracer) => agentTrace(tracer, { fail: false }),
+  service = 'agent',
+): Promise<string> {
+  let id = '';
+  const spans = recordSpans({ 'service.name': service }, (tracer) => {
+    id = build(tracer);
   });
   const sent = await t.app.server.inject({
     method: 'POST',
@@ -54,7 +94,8 @@ export async function mcpFixture(overrides: Record<string, unknown> = {}): Promi
   const t = await testApp({
     listen: '127.0.0.1:0',
     auth: { rules: TOOL_RULES },
-    traces: { completion_grace: '100ms' },
+    // Large enough for the 1 MB outputs of the size-bound tests.
+    traces: { completion_grace: '100ms', max_attribute_bytes: 2 * 1024 * 1024 },
     ...overrides,
   });
   const address = await t.app.listen();
