@@ -23,7 +23,7 @@ import type { PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
 import type { WebhookService } from '../webhooks/index.js';
-import { cutString, DEFAULT_FIELD_CHARS, RESULT_HARD_CAP_CHARS } from './bounds.js';
+import { DEFAULT_FIELD_CHARS, RESULT_HARD_CAP_CHARS } from './bounds.js';
 import { McpErrors } from './error-codes.js';
 import { type IdempotentCall, runKeyed } from './keyed.js';
 import { searchTraces } from './search.js';
@@ -557,7 +557,10 @@ export function findTool(name: string): McpTool | undefined {
   return TOOLS.find((t) => t.name === name);
 }
 
-/** A string for an error message: never a long or raw caller value. */
+/** Longest caller-given name (a tool name, a field name) an error message repeats. */
+const MAX_NAMED_CHARS = 64;
+
+/** A name for an error message: a longer one is described by its length, never repeated. */
 export function shortName(name: string): string {
-  return cutString(name, 64).text;
+  return name.length <= MAX_NAMED_CHARS ? name : `(a name of ${name.length} characters)`;
 }
