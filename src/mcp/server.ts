@@ -5,6 +5,7 @@ import {
   ListToolsRequestSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { authorize, type McpToolFacts, type Principal } from '../auth/index.js';
 import { describeDetails, issuesToDetails, isTouchstoneError } from '../core/index.js';
@@ -20,6 +21,12 @@ export const SERVER_INFO = { name: 'touchstone', version: '0.1.0' };
 
 const INSTRUCTIONS =
   'Touchstone scores AI-agent traces. Start with whoami (projects and permissions), then search_traces, get_trace and get_trace_scores. Results are bounded: when an answer has `truncated`, follow its hint.';
+
+/**
+ * The SDK validates elicitation answers with it (this server asks none); one is shared, since
+ * each server would otherwise build its own, the largest cost of a stateless request.
+ */
+const VALIDATOR = new AjvJsonSchemaValidator();
 
 /** Problems named in one refusal; the rest are counted. */
 const MAX_DETAILS = 10;
@@ -119,6 +126,7 @@ export function createMcpServer(
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false } },
     instructions: INSTRUCTIONS,
+    jsonSchemaValidator: VALIDATOR,
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: TOOLS.filter((t) => mayUse(principal, t, {})).map((t) => LISTED.get(t.name) as Tool),
