@@ -13,9 +13,11 @@ declare module 'fastify' {
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /**
  * Writes that are not audited when they succeed: ingest is data, not a change of configuration,
- * and evaluate stores nothing. Their refusals are audited like any other.
+ * evaluate stores nothing, and a tool-protocol POST is mostly reads (its tool writes and refusals
+ * are recorded by the tool server, one entry per tool call). Their refusals are audited like any
+ * other.
  */
-const UNAUDITED_ROUTES = new Set(['/v1/traces', '/v1/logs', '/v1alpha1/evaluate']);
+const UNAUDITED_ROUTES = new Set(['/v1/traces', '/v1/logs', '/v1alpha1/evaluate', '/mcp']);
 const MAX_FIELD = 512;
 /**
  * The web UI's sign-in: its caller is anonymous (a public route), and is recorded as the person

@@ -8,7 +8,12 @@ import {
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { authorize, type McpToolFacts, type Principal } from '../auth/index.js';
-import { describeDetails, issuesToDetails, isTouchstoneError } from '../core/index.js';
+import {
+  describeDetails,
+  issuesToDetails,
+  isTouchstoneError,
+  type TouchstoneError,
+} from '../core/index.js';
 import { bound } from './bounds.js';
 import { findTool, type McpServices, type McpTool, shortName, TOOLS } from './tools.js';
 
@@ -49,17 +54,22 @@ const LISTED = new Map<string, Tool>(
 );
 
 /**
- * Whether `principal` may use `tool` with `args`: its permission, then the access rules with
- * `mcp.tool.name` and `mcp.tool.arguments` (the empty map when listing). `whoami` needs neither.
+ * Why `principal` may not use `tool` with `args` (undefined: it may): its permission, then the
+ * access rules with `mcp.tool.name` and `mcp.tool.arguments` (the empty map when listing).
+ * `whoami` needs neither.
  */
-function mayUse(principal: Principal, tool: McpTool, args: Record<string, unknown>): boolean {
-  if (tool.permission === undefined) return true;
+function refusalOf(
+  principal: Principal,
+  tool: McpTool,
+  args: Record<string, unknown>,
+): TouchstoneError | undefined {
+  if (tool.permission === undefined) return undefined;
   const project = typeof args.project === 'string' ? args.project : undefined;
   try {
     authorize(principal, tool.permission, project, { mcp: { name: tool.name, arguments: args } });
-    return true;
+    return undefined;
   } catch (err) {
-    if (isTouchstoneError(err)) return false;
+    if (isTouchstoneError(err)) return err;
     throw err;
   }
 }
@@ -78,6 +88,15 @@ function actingThrough(principal: Principal, tool: McpToolFacts): Principal {
         rules.check(p, action, project, { ...resource, mcp: tool }),
     },
   };
+}
+
+/** What the audit trail names as the resource of a tool call. */
+const MCP_RESOURCE = '/mcp';
+
+function isDenial(err: unknown): boolean {
+  return (
+    isTouchstoneError(err) && (err.kind === 'permission_denied' || err.kind === 'unauthenticated')
+  );
 }
 
 function textResult(text: string, isError = false): CallToolResult {
@@ -123,19 +142,40 @@ export function createMcpServer(
   log: McpLogger,
   requestId: string,
 ): Server {
+  /** Tool writes and refusals, in the audit trail as REST's are (never the arguments). */
+  const audit = (tool: McpTool, args: Record<string, unknown>, err: unknown) => {
+    const project = typeof args.project === 'string' ? args.project : principal.project;
+    const code = isTouchstoneError(err) ? err.code : err === undefined ? undefined : 'INTERNAL';
+    services.audit?.record({
+      principal: principal.id,
+      principalKind: principal.kind,
+      action: `MCP ${tool.name}`,
+      resource: MCP_RESOURCE,
+      ...(project === undefined ? {} : { project: shortName(project) }),
+      outcome: err === undefined ? 'ok' : isDenial(err) ? 'denied' : 'failed',
+      status: 200,
+      ...(code === undefined ? {} : { code }),
+      requestId,
+    });
+  };
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false } },
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: VALIDATOR,
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: TOOLS.filter((t) => mayUse(principal, t, {})).map((t) => LISTED.get(t.name) as Tool),
+    tools: TOOLS.filter((t) => refusalOf(principal, t, {}) === undefined).map(
+      (t) => LISTED.get(t.name) as Tool,
+    ),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name } = request.params;
     const args = request.params.arguments ?? {};
     const tool = findTool(name);
-    if (tool === undefined || !mayUse(principal, tool, args)) {
+    if (tool === undefined) return notFound(name);
+    const refused = refusalOf(principal, tool, args);
+    if (refused !== undefined) {
+      audit(tool, args, refused);
       return notFound(name);
     }
     const parsed = tool.input.safeParse(args);
@@ -143,8 +183,10 @@ export function createMcpServer(
     try {
       const caller = actingThrough(principal, { name: tool.name, arguments: args });
       const answer = await tool.run(caller, services, parsed.data);
+      if (!tool.annotations.readOnlyHint) audit(tool, args, undefined);
       return textResult(bound(answer.value, answer).text);
     } catch (err) {
+      if (!tool.annotations.readOnlyHint || isDenial(err)) audit(tool, args, err);
       return failure(err, log, requestId);
     }
   });

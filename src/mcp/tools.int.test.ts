@@ -246,6 +246,35 @@ describe('/mcp with the SDK client (streamable HTTP, stateless)', () => {
     expect(allowed.isError).toBeFalsy();
   });
 
+  it('tool writes and refused tool calls are in the audit trail; reads and the POSTs are not', async () => {
+    const viewer = await sdkClient(f.url, f.keys.viewer);
+    try {
+      await viewer.callTool({ name: 'upload_dataset', arguments: { name: 'x', rows: [{ a: 1 }] } });
+    } finally {
+      await viewer.close();
+    }
+    await f.t.app.audit.flush();
+    const res = await f.t.app.server.inject({
+      method: 'GET',
+      url: '/v1alpha1/audit?page_size=1000',
+      headers: { authorization: `Bearer ${f.keys.owner}` },
+    });
+    const entries = res.json().entries as { action: string; outcome: string; code?: string }[];
+    const mcp = entries.filter((e) => e.action.startsWith('MCP ') || e.action.includes('/mcp'));
+    expect(mcp).toContainEqual(
+      expect.objectContaining({ action: 'MCP create_run', outcome: 'ok' }),
+    );
+    expect(mcp).toContainEqual(
+      expect.objectContaining({
+        action: 'MCP upload_dataset',
+        outcome: 'denied',
+        code: 'PERMISSION_DENIED',
+      }),
+    );
+    expect(mcp.filter((e) => e.action === 'POST /mcp')).toEqual([]);
+    expect(mcp.filter((e) => e.action === 'MCP get_trace' && e.outcome === 'ok')).toEqual([]);
+  });
+
   it('every registry tool is exercised above', () => {
     expect(TOOLS.map((t) => t.name)).toEqual(ALL_TOOLS);
   });

@@ -14,7 +14,7 @@ import {
   TraceListQuerySchema,
   whoamiView,
 } from '../api/index.js';
-import { authorize, type Permission, type Principal } from '../auth/index.js';
+import { type AuditRecord, authorize, type Permission, type Principal } from '../auth/index.js';
 import type { EvalRecord } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import { type EvaluationService, EvaluatorRefSchema } from '../evaluators/index.js';
@@ -40,6 +40,8 @@ export interface McpServices {
   webhooks: WebhookService;
   /** `create_run`'s `idempotency_key`, in the scope REST's `Idempotency-Key` uses. */
   idempotency: IdempotentCall;
+  /** Where tool writes and refusals are recorded (`GET /v1alpha1/audit`). */
+  audit?: { record(entry: AuditRecord): void };
 }
 
 /** What a tool answers: a JSON object, bounded by the caller (bounds.ts) before it is sent. */
