@@ -6,15 +6,5 @@
  * `mcp.tool.name` and `mcp.tool.arguments`); every result is bounded. Holds no business logic;
  * never imported by the domain areas.
  */
-export { bound, RESULT_BUDGET_CHARS, RESULT_HARD_CAP_CHARS } from './bounds.js';
-export { McpErrors } from './error-codes.js';
-export {
-  MAX_BATCH_MESSAGES,
-  MCP_BODY_LIMIT,
-  MCP_PATH,
-  MCP_RESOURCE_METADATA_PATH,
-  type McpHttpOptions,
-  mcpRoutes,
-} from './http.js';
-export { type PostedAnswer, type PostMcp, serveStdio } from './stdio.js';
-export { type McpServices, type McpTool, TOOLS } from './tools.js';
+export { MCP_PATH, mcpRoutes } from './http.js';
+export { type PostMcp, serveStdio } from './stdio.js';

@@ -12,8 +12,9 @@ export interface IdempotentCall {
 
 /**
  * Runs `fn` once per caller and key: a retry with the same key and arguments answers with the
- * first outcome (a stored refusal is thrown again), in the scope of REST's `Idempotency-Key` on
- * `POST /v1alpha1/runs`, so a key used over either door is the same key.
+ * first outcome (a stored refusal is thrown again), for 24 hours. The scope is that of REST's
+ * `Idempotency-Key` on `POST /v1alpha1/runs` (caller, `runs.create`), so a key already used there
+ * for another request is refused as reused rather than creating a second run.
  */
 export async function runKeyed<T>(
   idempotency: IdempotentCall,
