@@ -9,6 +9,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { z } from 'zod';
 import { authorize, type McpToolFacts, type Principal } from '../auth/index.js';
 import {
+  CoreErrors,
   describeDetails,
   issuesToDetails,
   isTouchstoneError,
@@ -145,7 +146,11 @@ export function createMcpServer(
   /** Tool writes and refusals, in the audit trail as REST's are (never the arguments). */
   const audit = (tool: McpTool, args: Record<string, unknown>, err: unknown) => {
     const project = typeof args.project === 'string' ? args.project : principal.project;
-    const code = isTouchstoneError(err) ? err.code : err === undefined ? undefined : 'INTERNAL';
+    const code = isTouchstoneError(err)
+      ? err.code
+      : err === undefined
+        ? undefined
+        : CoreErrors.INTERNAL.code;
     services.audit?.record({
       principal: principal.id,
       principalKind: principal.kind,
