@@ -69,8 +69,8 @@ export async function searchTraces(principal: Principal, traces: TraceQueries, a
         found.push(t);
         continue;
       }
-      const { trace, record } = await traces.get(principal, t.project, t.traceId);
-      const r = selector.evaluate(traceFacts(trace, record));
+      const { trace, record, root } = await traces.get(principal, t.project, t.traceId);
+      const r = selector.evaluate(traceFacts(trace, record, root));
       // A trace the filter cannot be evaluated on (a missing key) is not selected, as in policies.
       if (r.ok && r.value) found.push(t);
     }

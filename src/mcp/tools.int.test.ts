@@ -96,6 +96,10 @@ describe('/mcp with the SDK client (streamable HTTP, stateless)', () => {
     expect(hit.traces).toHaveLength(1);
     expect(hit.scanned).toBe(1);
     expect((await call('error')).traces).toHaveLength(0);
+    // The root span's attributes, as policy selectors see them.
+    expect(
+      (await call('attributes["gen_ai.operation.name"] == "invoke_agent"')).traces,
+    ).toHaveLength(1);
     const bad = await owner.callTool({ name: 'search_traces', arguments: { filter: 'tools.(' } });
     expect(bad.isError).toBe(true);
     expect(textOf(bad)).toMatch(/^POLICY_CEL_INVALID: .*filter/);
