@@ -19,6 +19,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   // The SDK's venv (TOUCHSTONE_SDK_PYTHON), plus a live MLflow server when its venv is set.
   'sdk-python': async () => (await import('./sdk-python.js')).main(),
   webhooks: async () => (await import('./webhooks.js')).main(),
+  mcp: async () => (await import('./mcp.js')).main(),
   // 1M traces written in bulk, SQLite then PostgreSQL (minutes); the UI's size and, with
   // Chromium, a trace page in the browser.
   ui: async () => (await import('./ui.js')).main(),

@@ -13,7 +13,9 @@ declare module 'fastify' {
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /**
  * Writes that are not audited when they succeed: ingest is data, not a change of configuration,
- * and evaluate stores nothing. Their refusals are audited like any other.
+ * evaluate stores nothing, and a tool-protocol POST is mostly reads (its tool writes and refusals
+ * are recorded by the tool server, one entry per tool call). Their refusals are audited like any
+ * other.
  */
 const UNAUDITED_ROUTES = new Set([
   '/v1/traces',
@@ -21,6 +23,7 @@ const UNAUDITED_ROUTES = new Set([
   '/v1alpha1/evaluate',
   '/v1alpha1/guardrails/:policy/request',
   '/v1alpha1/guardrails/:policy/response',
+  '/mcp',
 ]);
 const MAX_FIELD = 512;
 /**

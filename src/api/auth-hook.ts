@@ -21,6 +21,8 @@ const PUBLIC_ROUTES = new Set([
   '/ui/*',
   '/ui/login/config',
   '/ui/login/token',
+  // Where tool-protocol clients learn which identity providers issue tokens for /mcp (RFC 9728).
+  '/.well-known/oauth-protected-resource/mcp',
 ]);
 
 /**

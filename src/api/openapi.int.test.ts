@@ -14,6 +14,10 @@ const NOT_REST = new Set([
   'POST /touchstone.v1alpha1.DatasetService/UploadDataset',
   'POST /touchstone.v1alpha1.DatasetService/ImportDataset',
   'POST /touchstone.v1alpha1.RunService/DeleteRun',
+  // The tool protocol (docs/mcp.md): JSON-RPC, not REST.
+  'POST /mcp',
+  'GET /mcp',
+  'DELETE /mcp',
 ]);
 
 /** `/:name(^[^/]+)::verb` → `/{name}:verb` (`::` is find-my-way's escaped colon). */

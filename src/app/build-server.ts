@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { buildServer, DEFAULT_UI_DIR, type ServerDeps } from '../api/index.js';
 import { type Config, isLoopbackListen, splitListen } from '../config/index.js';
 import { type Component, component } from '../core/index.js';
+import { mcpRoutes } from '../mcp/index.js';
 import type { Store } from '../store/index.js';
 
 export function authRequired(config: Config): boolean {
@@ -61,6 +62,14 @@ export async function buildHttpServer(
       if (!(await store.migrationsApplied())) throw new Error('migrations not applied');
     },
   });
+  if (config.mcp.enabled) {
+    await server.register(mcpRoutes, {
+      services: deps.services,
+      allowedOrigins: config.mcp.allowed_origins,
+      loopback: isLoopbackListen(config.listen),
+      issuers: config.auth?.oidc.map((o) => o.issuer) ?? [],
+    });
+  }
   const serving = component('http-server', {
     start: () => server.listen(splitListen(config.listen)),
     stop: async () => {

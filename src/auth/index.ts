@@ -48,6 +48,7 @@ export {
   DEFAULT_PROJECT,
   grantFilter,
   keyPrincipal,
+  type McpToolFacts,
   OPEN_PRINCIPAL,
   type Principal,
   principalId,

@@ -40,6 +40,14 @@ export interface ResourceFacts {
   policy?: { name: string };
   labels?: Readonly<Record<string, string>>;
   service?: string;
+  /** The tool-protocol tool a call comes through (`/mcp`, `touchstone mcp`), with its arguments. */
+  mcp?: McpToolFacts;
+}
+
+/** What the access rules see as `mcp.tool` of a tool call; empty for every other door. */
+export interface McpToolFacts {
+  name: string;
+  arguments: Readonly<Record<string, unknown>>;
 }
 
 /** What a read's filter names of the traces it reads (`?service=`, `?labels=`), for the rules. */

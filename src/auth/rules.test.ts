@@ -98,6 +98,26 @@ describe('access rules', () => {
     expect(authorize(p, 'sources.write', undefined, { source: { name: 's2' } })).toBe('agents');
   });
 
+  it('sees the tool of a tool-protocol call and its arguments', () => {
+    const p = caller([
+      {
+        effect: 'deny',
+        when:
+          'mcp.tool.name == "get_trace" && "trace_id" in mcp.tool.arguments ' +
+          '&& mcp.tool.arguments.trace_id.startsWith("secret")',
+      },
+    ]);
+    const tool = (traceId: string) => ({
+      mcp: { name: 'get_trace', arguments: { trace_id: traceId } },
+    });
+    expect(refusal(() => authorize(p, 'traces.read', undefined, tool('secret-1'))).code).toBe(
+      'AUTH_DENIED_BY_RULE',
+    );
+    expect(authorize(p, 'traces.read', undefined, tool('public-1'))).toBe('agents');
+    // Another door: the tool is empty, so the rule does not match.
+    expect(authorize(p, 'traces.read')).toBe('agents');
+  });
+
   it('a key principal is seen with its key id as subject', () => {
     const p = caller(
       [{ effect: 'deny', when: 'principal.kind == "key" && principal.subject == "key_1"' }],

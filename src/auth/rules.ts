@@ -114,6 +114,6 @@ function accessFacts(
       labels: resource.labels ?? {},
       service: resource.service ?? '',
     },
-    mcp: { tool: { name: '' } },
+    mcp: { tool: resource.mcp ?? { name: '', arguments: {} } },
   };
 }

@@ -14,6 +14,7 @@ import { guardPolicyCommand } from './guardpolicy.js';
 import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
 import { loginCommand } from './login.js';
+import { mcpCommand } from './mcp.js';
 import { policyCommand } from './policy.js';
 import { runCommand } from './run.js';
 import { runsCommand } from './runs.js';
@@ -89,6 +90,7 @@ Docs: docs/cli.md`,
   runCommand(program, io, stdin);
   runsCommand(program, io);
   datasetsCommand(program, io);
+  mcpCommand(program, io);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

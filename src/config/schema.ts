@@ -534,6 +534,21 @@ export const ConfigSchema = z
         path: ['index_sha256'],
       })
       .optional(),
+    /** The tool-protocol (MCP) server at /mcp (docs/mcp.md). */
+    mcp: z
+      .strictObject({
+        /** Serve /mcp; false answers 404 there (`touchstone mcp` over stdio needs it). */
+        enabled: z.boolean().default(true),
+        /**
+         * Web origins (`https://host[:port]`) whose pages may call /mcp. Requests without an
+         * `Origin` (desktop and command-line clients) are not affected; on a loopback server,
+         * localhost pages are allowed too.
+         */
+        allowed_origins: z
+          .array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin: scheme://host[:port]'))
+          .default([]),
+      })
+      .prefault({}),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),
     /** Judge used when a request or policy names none. */
     default_judge: z.string().optional(),

@@ -6,7 +6,7 @@ import {
   type Principal,
   readFacts,
 } from '../auth/index.js';
-import { CoreErrors, type EvalRecord, type Step } from '../core/index.js';
+import { CoreErrors, type EvalRecord, type Step, type TraceRoot } from '../core/index.js';
 import type {
   Page,
   PageRequest,
@@ -54,7 +54,7 @@ export class TraceQueries {
     project: string | undefined,
     id: string,
     action: 'traces.read' | 'traces.annotate' = 'traces.read',
-  ): Promise<{ trace: StoredTrace; record: EvalRecord }> {
+  ): Promise<{ trace: StoredTrace; record: EvalRecord; root?: TraceRoot }> {
     const target = authorize(principal, 'traces.read', project);
     let found = await this.store.traces.get(target, id.toLowerCase());
     if (found === undefined) {
