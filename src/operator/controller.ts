@@ -13,6 +13,7 @@ import {
 import { type Kube, kubeMessage, kubeStatus } from './kube.js';
 import {
   backoffMs,
+  type Condition,
   changedForUs,
   failed,
   nextStep,
@@ -275,7 +276,8 @@ export class Controller {
     }
     this.failures.delete(key);
     if (outcome.next === 'poll') this.enqueue(kind, cr, this.timing.statusIntervalMs);
-    if (kind.kind === 'OnlineEvalPolicy' && outcome.status.observedGeneration !== undefined) {
+    const nowReady = ((outcome.status.conditions ?? []) as Condition[])[0]?.status === 'True';
+    if (kind.kind === 'OnlineEvalPolicy' && nowReady) {
       // Sources that waited for this policy sync now.
       const sources = this.informers.get('TraceSource')?.list() ?? [];
       for (const source of sourcesNaming(sources, cr)) {

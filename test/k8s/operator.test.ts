@@ -87,7 +87,7 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
       kubeConfig,
       namespace: '',
       server: { url: server?.base ?? '', apiKey: key, timeoutMs: 5000 },
-      lease: { namespace: 'touchstone', name: 'touchstone-operator', identity, durationMs: 2000 },
+      lease: { namespace: 'touchstone', name: 'touchstone-operator', identity, durationMs: 3000 },
       timing: { resyncMs: 60_000, statusIntervalMs: 500, backoffBaseMs: 200, backoffMaxMs: 1500 },
       log: {
         info: (msg, f) => logs.push(`${identity} info ${msg} ${JSON.stringify(f ?? {})}`),
