@@ -13,7 +13,7 @@
  * - nothing in src/ but its *.test.ts files imports test/.
  */
 const AREAS =
-  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|resources|policies|sources|webhooks|runs|datasets|api|mcp|guardrails|plugins|cli|client|telemetry|app)';
+  '(core|config|store|auth|net|redaction|ingest|cel|evaluators|resources|policies|sources|webhooks|runs|datasets|api|mcp|guardrails|plugins|cli|client|telemetry|app|operator)';
 const STATE_WORDS = '^src/(runs|sources|webhooks)/states\\.ts$';
 const DOMAIN =
   '(auth|net|redaction|ingest|cel|evaluators|resources|policies|sources|webhooks|runs|datasets|store|config)';

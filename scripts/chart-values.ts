@@ -75,6 +75,22 @@ export const ChartValuesSchema = z.strictObject({
     name: z.string(),
     annotations: labels,
   }),
+  operator: z.strictObject({
+    enabled: z.boolean(),
+    replicaCount: z.int().min(0),
+    apiKey: z.strictObject({
+      secretName: z.union([z.literal(''), secretName]),
+      key: z.string().min(1),
+    }),
+    watchNamespace: z.string(),
+    resync: duration,
+    statusInterval: duration,
+    leaseDuration: duration,
+    resources: k8sObject,
+    nodeSelector: labels,
+    tolerations: k8sList,
+    affinity: k8sObject,
+  }),
   rbac: z.strictObject({ aggregateClusterRoles: z.boolean() }),
   sources: z.strictObject({
     allowHosts: z.array(z.string().min(1)),

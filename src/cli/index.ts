@@ -15,6 +15,7 @@ import { CliExit, type CliIO, describeError } from './io.js';
 import { keysCommand } from './keys.js';
 import { loginCommand } from './login.js';
 import { mcpCommand } from './mcp.js';
+import { operatorCommand } from './operator.js';
 import { policyCommand } from './policy.js';
 import { runCommand } from './run.js';
 import { runsCommand } from './runs.js';
@@ -72,8 +73,9 @@ Exit codes: 0 success, 1 error, 2 usage or validation error, 3 a run's gate fail
 Docs: docs/cli.md`,
     );
   serveCommand(program, io, (code) => finish(code));
+  operatorCommand(program, io, (code) => finish(code));
   program.hook('preAction', (_cmd, action) => {
-    serving = action.name() === 'serve';
+    serving = action.name() === 'serve' || action.name() === 'operator';
   });
   program.hook('preAction', applyOutputOption);
   loginCommand(program, io);

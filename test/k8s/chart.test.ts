@@ -46,6 +46,7 @@ const SETS: Record<string, string[]> = {
   'bundled-postgres': ['-f', 'test/k8s/values/bundled-postgres.yaml'],
   egress: ['-f', 'test/k8s/values/egress.yaml'],
   monitoring: ['-f', 'test/k8s/values/monitoring.yaml', ...MONITORING_APIS],
+  operator: ['-f', 'test/k8s/values/operator.yaml'],
 };
 
 const rendered = new Map<string, ReturnType<typeof render>>();
@@ -280,6 +281,69 @@ describe('Helm chart', () => {
     });
   });
 
+  it('the operator: its own API key, leader Lease in the release namespace, RBAC bound where it watches', () => {
+    const { objects } = rendering('operator');
+    const deployment = find(objects, 'Deployment', 'ts-touchstone-operator') as {
+      spec: { replicas: number; template: { spec: Json } };
+    };
+    expect(deployment.spec.replicas).toBe(2);
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('ts-touchstone-operator');
+    const container = (pod.containers as Json[])[0] as { args: string[]; env: Json[] };
+    expect(container.args).toEqual([
+      'operator',
+      '--server',
+      'http://ts-touchstone.evals.svc:4318',
+      '--namespace',
+      'support',
+      '--lease-namespace',
+      'evals',
+      '--lease-name',
+      'ts-touchstone-operator',
+      '--lease-duration',
+      '15s',
+      '--resync',
+      '5m',
+      '--status-interval',
+      '30s',
+    ]);
+    expect(container.env).toContainEqual({
+      name: 'TOUCHSTONE_API_KEY',
+      valueFrom: { secretKeyRef: { name: 'touchstone-operator-key', key: 'api-key' } },
+    });
+    expect(find(objects, 'RoleBinding', 'ts-touchstone-operator').metadata).toMatchObject({
+      namespace: 'support',
+    });
+    const rules = find(objects, 'ClusterRole', 'ts-touchstone-operator').rules as Json[];
+    expect(rules).toContainEqual({
+      apiGroups: ['touchstone.dev'],
+      resources: [
+        'tracesources/status',
+        'onlineevalpolicies/status',
+        'evalruns/status',
+        'webhooks/status',
+      ],
+      verbs: ['get', 'patch', 'update'],
+    });
+    expect(find(objects, 'Role', 'ts-touchstone-operator-leader').rules).toEqual([
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'create', 'update'],
+      },
+    ]);
+    // The server's own Deployment is unchanged, and its selector does not take the operator's pods.
+    const selector = (
+      find(objects, 'Deployment', 'ts-touchstone') as {
+        spec: { selector: { matchLabels: Json } };
+      }
+    ).spec.selector.matchLabels;
+    expect(selector['app.kubernetes.io/component']).toBe('server');
+    expect(
+      rendering('default').objects.some((o) => o.metadata.name === 'ts-touchstone-operator'),
+    ).toBe(false);
+  });
+
   it('refuses the Prometheus objects on a cluster without the Prometheus operator API', () => {
     const res = helm(['template', 'ts', CHART, '--set', 'prometheusRule.enabled=true']);
     expect(res.status).not.toBe(0);
@@ -317,6 +381,8 @@ describe('Helm chart', () => {
       ],
       'needs serviceMonitor.authorization.secretName',
     ],
+    [['--set', 'operator.enabled=true'], 'needs operator.apiKey.secretName'],
+    [['--set', 'operator.resync=often'], "at '/operator/resync'"],
   ])('refuses bad values %j', (flags, message) => {
     const res = helm(['template', 'ts', CHART, ...flags]);
     expect(res.status).not.toBe(0);
@@ -347,4 +413,5 @@ const PASSED_THROUGH = new Set([
   'server.resources',
   'server.podSecurityContext',
   'server.securityContext',
+  'operator.resources',
 ]);

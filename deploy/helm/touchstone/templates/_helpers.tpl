@@ -29,6 +29,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end }}
 
+{{- define "touchstone.operatorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "touchstone.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
 {{- define "touchstone.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "touchstone.fullname" .) .Values.serviceAccount.name }}
@@ -107,6 +113,9 @@ listens and keeps data, the store, and the chart's sources/credentials/webhooks 
 {{- end }}
 {{- if and .Values.postgresql.bundled.enabled (not .Values.postgresql.bundled.password) (not .Values.postgresql.bundled.existingSecret) }}
 {{- fail "postgresql.bundled needs password or existingSecret (a Secret with key password)" }}
+{{- end }}
+{{- if and .Values.operator.enabled (hasKey .Values.server.config "auth") (not .Values.operator.apiKey.secretName) }}
+{{- fail "operator.enabled with auth on needs operator.apiKey.secretName: the operator calls the API with its own key" }}
 {{- end }}
 {{- if and .Values.serviceMonitor.enabled (hasKey .Values.server.config "auth") (not .Values.serviceMonitor.authorization.secretName) }}
 {{- fail "serviceMonitor.enabled with auth on needs serviceMonitor.authorization.secretName: /metrics takes an admin API key" }}

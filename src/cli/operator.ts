@@ -1,0 +1,108 @@
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Command } from 'commander';
+import { parseDuration } from '../config/index.js';
+import { startOperator } from '../operator/index.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type CliIO } from './io.js';
+
+interface OperatorFlags {
+  server?: string;
+  namespace: string;
+  kubeconfig?: string;
+  leaseNamespace?: string;
+  leaseName: string;
+  leaseDuration: string;
+  resync: string;
+  statusInterval: string;
+  timeout: string;
+}
+
+function duration(flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    throw new CliExit(EXIT.USAGE, `--${flag}: not a duration such as 30s or 5m`);
+  }
+  return ms;
+}
+
+/** The cluster to talk to: --kubeconfig or KUBECONFIG, else the pod's service account. */
+function kubeConfig(flags: OperatorFlags, io: CliIO): KubeConfig {
+  const kc = new KubeConfig();
+  const file = flags.kubeconfig ?? io.env.KUBECONFIG;
+  try {
+    if (file !== undefined && file !== '') kc.loadFromFile(file);
+    else kc.loadFromCluster();
+  } catch (err) {
+    throw new CliExit(EXIT.USAGE, `cannot load the Kubernetes config: ${(err as Error).message}`);
+  }
+  return kc;
+}
+
+function jsonLog(io: CliIO) {
+  const line =
+    (level: string) =>
+    (msg: string, fields: Record<string, unknown> = {}) => {
+      io.stderr.write(
+        `${JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })}\n`,
+      );
+    };
+  return { info: line('info'), warn: line('warn') };
+}
+
+/** `touchstone operator`: runs the Kubernetes operator until SIGTERM. */
+export function operatorCommand(program: Command, io: CliIO, done: (code: number) => void): void {
+  program
+    .command('operator')
+    .description(
+      'Run the Kubernetes operator: apply TraceSource, OnlineEvalPolicy, EvalRun and Webhook custom resources to a Touchstone server and mirror their status (docs/kubernetes.md).',
+    )
+    .option('--server <url>', 'the Touchstone server (default $TOUCHSTONE_SERVER)')
+    .option('--namespace <name>', 'watch only this namespace (default: all)', '')
+    .option('--kubeconfig <file>', 'kubeconfig file (default $KUBECONFIG, else in-cluster)')
+    .option('--lease-namespace <name>', 'namespace of the leader Lease (default $POD_NAMESPACE)')
+    .option('--lease-name <name>', 'name of the leader Lease', 'touchstone-operator')
+    .option('--lease-duration <duration>', 'how long a leader holds the Lease unrenewed', '15s')
+    .option('--resync <duration>', 'reconcile every resource again this often', '5m')
+    .option('--status-interval <duration>', 'how often source and run status is read', '30s')
+    .option('--timeout <duration>', 'timeout of each call to the server', '30s')
+    .action((flags: OperatorFlags) => {
+      const url = flags.server ?? io.env.TOUCHSTONE_SERVER;
+      if (url === undefined || url === '') {
+        throw new CliExit(
+          EXIT.USAGE,
+          'give the Touchstone server: --server URL or TOUCHSTONE_SERVER',
+        );
+      }
+      const leaseNamespace = flags.leaseNamespace ?? io.env.POD_NAMESPACE ?? 'default';
+      const log = jsonLog(io);
+      const operator = startOperator({
+        kubeConfig: kubeConfig(flags, io),
+        namespace: flags.namespace,
+        server: {
+          url,
+          apiKey: io.env.TOUCHSTONE_API_KEY,
+          timeoutMs: duration('timeout', flags.timeout),
+        },
+        lease: {
+          namespace: leaseNamespace,
+          name: flags.leaseName,
+          identity: io.env.POD_NAME ?? `${hostname()}-${process.pid}`,
+          durationMs: duration('lease-duration', flags.leaseDuration),
+        },
+        timing: {
+          resyncMs: duration('resync', flags.resync),
+          statusIntervalMs: duration('status-interval', flags.statusInterval),
+          backoffBaseMs: 1000,
+          backoffMaxMs: 5 * 60_000,
+        },
+        log,
+      });
+      log.info('operator started', { server: url, namespace: flags.namespace || '(all)' });
+      io.onShutdownSignal(async (signal) => {
+        log.info('shutting down', { signal });
+        await operator.stop();
+        done(EXIT.OK);
+      });
+    });
+}
