@@ -1,19 +1,39 @@
 /**
  * @module guardrails
- * Gateway guardrails: the Envoy external processor (ext_proc v3 over gRPC, `ext-proc/`) that
- * guards MCP traffic with the guard engine's decisions. Imports domain areas through their
- * index; never the edges or the composition root. docs/guardrails.md
+ * Gateway guardrails: GuardPolicy resources and the guard engine that decides allow, mask or
+ * reject on a gateway's messages or MCP tool calls (PII and secret detectors of `redaction`, RE2
+ * deny lists, prompt-injection heuristics, CEL conditions, an LLM judge). The prompt-guard
+ * webhook (api/) and the external processor call `GuardEngine.decide`. docs/guardrails.md
  */
 export {
-  createExtProcServer,
-  type ExtProcServer,
-  type ExtProcServerDeps,
-  type ExtProcSettings,
-  type Guard,
-  type GuardDecision,
-  type GuardSubject,
-  POLICY_METADATA,
-  PROJECT_METADATA,
-  processStream,
-  type StreamCaller,
-} from './ext-proc/index.js';
+  CANNOT_DECIDE_STATUS,
+  type CheckOutcome,
+  type CompiledGuardPolicy,
+  compileGuardPolicy,
+  GuardEngine,
+  type GuardEngineDeps,
+  type GuardPolicySource,
+  type GuardRecorder,
+  POLICY_CACHE_MS,
+} from './engine.js';
+export { GuardErrors } from './error-codes.js';
+export {
+  DEFAULT_DEADLINE,
+  GUARD_KIND,
+  type GuardCheckSpec,
+  GuardPolicyResourceSchema,
+  type GuardSpec,
+  guardPolicyResource,
+  MAX_DEADLINE_MS,
+  type ParsedGuardPolicy,
+  parseGuardPolicy,
+} from './resource.js';
+export type {
+  GuardDecision,
+  GuardDecisionEvent,
+  GuardMcpCall,
+  GuardMessage,
+  GuardObserver,
+  GuardPhase,
+  GuardSubject,
+} from './types.js';
