@@ -13,6 +13,7 @@ import {
 } from '../core/index.js';
 import { createDatasetService, type DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
+import { GuardEngine } from '../guardrails/index.js';
 import { type TraceCompleter, TraceQueries } from '../ingest/index.js';
 import { proxySettingsFromConfig } from '../net/index.js';
 import { type PolicyEngine, type PolicyService, ScoreQueries } from '../policies/index.js';
@@ -22,6 +23,7 @@ import { openStore, type Store } from '../store/index.js';
 import { Metrics, registerStateGauges } from '../telemetry/index.js';
 import { createWebhooks, type Webhooks } from '../webhooks/index.js';
 import { buildEvaluation } from './build-evaluation.js';
+import { buildExtProc } from './build-ext-proc.js';
 import { buildIdentity } from './build-identity.js';
 import { buildIngest } from './build-ingest.js';
 import { buildAnnotations, buildPolicies } from './build-policies.js';
@@ -184,6 +186,10 @@ async function assemble(
       datasets,
     },
   });
+  // The GuardPolicy store is not wired yet: every named policy is "not found", so the processor
+  // blocks each tools/call (cannot decide) until the resource service provides the policies.
+  const guard = new GuardEngine({ policies: { get: async () => undefined } });
+  const extProc = buildExtProc(config, { guard, bearer: identity.bearer });
   // Started in this order, stopped in reverse: the server stops accepting and drains first, then
   // each worker stops before what it feeds or writes to; the store closes last.
   const components = [
@@ -207,6 +213,7 @@ async function assemble(
     loop('source-manager', sourceManager, config.online.enabled),
     loop('policy-engine', engine, config.online.enabled),
     ingest.component,
+    ...(extProc === undefined ? [] : [extProc]),
     http.component,
   ];
   let closing: Promise<void> | undefined;

@@ -62,6 +62,16 @@ export const DEFAULTS = {
     maxConcurrent: 2,
     leaseTimeout: '30s',
   },
+  /** The Envoy external processor (`guardrails.ext_proc`): agentgateway buffers 2 MiB bodies. */
+  guardrails: {
+    extProc: {
+      maxBodyBytes: 2 * 1024 * 1024,
+      maxBatch: 100,
+      bodyTimeout: '10s',
+      decisionTimeout: '2s',
+      maxStreams: 1000,
+    },
+  },
   judge: {
     maxConcurrency: 4,
     requestsPerSecond: 10,

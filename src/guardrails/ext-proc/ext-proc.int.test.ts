@@ -1,47 +1,102 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthErrors, OPEN_PRINCIPAL } from '../../auth/index.js';
+import { JudgeConfigSchema } from '../../config/index.js';
+import { createJudges } from '../../evaluators/index.js';
+import { completion, FakeOpenAi } from '../../evaluators/judge/fake-openai.testkit.js';
+import { createHttpClient } from '../../net/index.js';
+import { GuardEngine } from '../engine.js';
 import { CLIENTS, exchange, MCP_HEADERS, type Outcome, toolCall } from './gateway.testkit.js';
-import type { Guard, GuardDecision, GuardSubject } from './guard-port.js';
 import { createExtProcServer, type ExtProcServer, POLICY_METADATA } from './server.js';
 
-/** Decisions by tool name, as a guard policy with a deny list and an argument mask would make. */
-const decisions: Guard = {
-  async decide(policy: string, subject: GuardSubject): Promise<GuardDecision> {
-    if (policy !== 'mcp-tools') {
-      return { action: 'reject', status: 503, message: `no guard policy "${policy}"`, reason: 'x' };
-    }
-    const name = subject.mcp?.toolName;
-    if (name === 'delete_everything') {
-      return {
+const CARD = '4111 1111 1111 1111';
+
+/** The guard policies of project `default`, as the GuardPolicy resource stores them. */
+const POLICIES: Record<string, Record<string, unknown>> = {
+  'mcp-tools': {
+    checks: [
+      {
+        name: 'deny-tools',
+        type: 'cel',
         action: 'reject',
-        status: 403,
-        message: 'blocked: delete_everything is denied',
-        reason: 'deny',
-      };
-    }
-    if (name === 'slow_tool') await new Promise((r) => setTimeout(r, 2_000));
-    const args = JSON.stringify(subject.mcp?.arguments ?? null);
-    if (args.includes('4111 1111 1111 1111')) {
-      return {
-        action: 'mask',
-        messages: [],
-        arguments: JSON.parse(args.replaceAll('4111 1111 1111 1111', '[card]')),
-        reason: 'masked: pii',
-      };
-    }
-    return { action: 'allow', reason: 'clean' };
+        condition: 'mcp.tool.name == "delete_everything"',
+      },
+      {
+        name: 'needs-field',
+        type: 'cel',
+        action: 'reject',
+        condition: 'mcp.tool.name == "unevaluable" && mcp.tool.arguments.missing == 1',
+      },
+      { name: 'cards', type: 'pii', action: 'mask' },
+    ],
+  },
+  'mcp-tools-open': {
+    failOpen: true,
+    checks: [
+      {
+        name: 'needs-field',
+        type: 'cel',
+        action: 'reject',
+        condition: 'mcp.tool.name == "unevaluable" && mcp.tool.arguments.missing == 1',
+      },
+    ],
+  },
+  judged: {
+    deadline: '5s',
+    checks: [
+      {
+        name: 'judge',
+        type: 'judge',
+        action: 'reject',
+        rubric: 'The call is safe.',
+        timeout: '5s',
+      },
+    ],
   },
 };
 
+const fakeJudge = new FakeOpenAi();
+const http = createHttpClient();
+const engine = () =>
+  new GuardEngine({
+    policies: {
+      async get(project, name) {
+        const spec = POLICIES[name];
+        if (project !== 'default' || spec === undefined) return undefined;
+        const resource = {
+          apiVersion: 'touchstone.dev/v1alpha1',
+          kind: 'GuardPolicy',
+          metadata: { name },
+          spec,
+        };
+        return { resource, generation: 1 };
+      },
+    },
+    judges: createJudges(
+      {
+        main: JudgeConfigSchema.parse({
+          endpoint: fakeJudge.endpoint,
+          model: 'gpt-test',
+          max_retries: 0,
+        }),
+      },
+      { http, env: {} },
+    ),
+    defaultJudge: 'main',
+  });
+
 const KEY = 'tsk_gateway';
 
-async function start(failOpen: boolean, policy?: string): Promise<ExtProcServer> {
+async function start(
+  guard: GuardEngine,
+  failOpen: boolean,
+  policy?: string,
+): Promise<ExtProcServer> {
   const server = createExtProcServer({
     host: '127.0.0.1',
     port: 0,
     maxStreams: 100,
     shutdownTimeoutMs: 1_000,
-    guard: decisions,
+    guard,
     settings: {
       ...(policy === undefined ? {} : { policy }),
       failOpen,
@@ -76,12 +131,15 @@ describe.each(CLIENTS)('ext_proc over h2c, driven by %s', (_name, client) => {
   let closed: ExtProcServer;
   let open: ExtProcServer;
   beforeAll(async () => {
-    closed = await start(false);
-    open = await start(true);
+    await fakeJudge.start();
+    const guard = engine();
+    closed = await start(guard, false);
+    open = await start(guard, true);
   });
   afterAll(async () => {
     await closed.stop();
     await open.stop();
+    await fakeJudge.stop();
   });
   const post = (json: unknown, md: Record<string, string> = metadata, server = closed) =>
     exchange(client, server.address(), md, { method: 'POST', path: '/mcp', body: body(json) });
@@ -112,16 +170,14 @@ describe.each(CLIENTS)('ext_proc over h2c, driven by %s', (_name, client) => {
     expect(JSON.parse(out.text)).toEqual({
       jsonrpc: '2.0',
       id: 7,
-      error: { code: -32001, message: 'blocked: delete_everything is denied' },
+      error: { code: -32001, message: 'blocked by guard policy "mcp-tools" (check "deny-tools")' },
     });
   });
 
   it('masks arguments by rewriting the body and dropping its content-length', async () => {
-    const out = forwarded(
-      await post(toolCall('a', 'create_issue', { text: 'card 4111 1111 1111 1111' })),
-    );
+    const out = forwarded(await post(toolCall('a', 'create_issue', { text: `card ${CARD}` })));
     expect(JSON.parse(String(out.forwardedBody))).toEqual(
-      toolCall('a', 'create_issue', { text: 'card [card]' }),
+      toolCall('a', 'create_issue', { text: 'card [REDACTED]' }),
     );
     expect(out.removedHeaders).toEqual(['content-length']);
   });
@@ -144,17 +200,20 @@ describe.each(CLIENTS)('ext_proc over h2c, driven by %s', (_name, client) => {
       {
         jsonrpc: '2.0',
         id: 2,
-        error: { code: -32001, message: 'blocked: delete_everything is denied' },
+        error: {
+          code: -32001,
+          message: 'blocked by guard policy "mcp-tools" (check "deny-tools")',
+        },
       },
     ]);
   });
 
   it('masks within a batch and passes a clean batch untouched', async () => {
-    const batch = [toolCall(1, 'get_trace', {}), toolCall(2, 'note', { t: '4111 1111 1111 1111' })];
+    const batch = [toolCall(1, 'get_trace', {}), toolCall(2, 'note', { t: CARD })];
     const out = forwarded(await post(batch));
     expect(JSON.parse(String(out.forwardedBody))).toEqual([
       batch[0],
-      toolCall(2, 'note', { t: '[card]' }),
+      toolCall(2, 'note', { t: '[REDACTED]' }),
     ]);
     const clean = forwarded(
       await post([toolCall(1, 'get_trace', {}), toolCall(2, 'list_runs', {})]),
@@ -162,8 +221,11 @@ describe.each(CLIENTS)('ext_proc over h2c, driven by %s', (_name, client) => {
     expect(clean.removedHeaders).toEqual([]);
   });
 
-  it('cannot decide (decision past its deadline, no policy named) → blocks with 503 unless fail-open', async () => {
-    const slow = blocked(await post(toolCall(3, 'slow_tool', {})));
+  it('cannot decide (a judge past the decision deadline, no policy named) → 503 unless fail-open', async () => {
+    fakeJudge.setDefault({ ...completion('{"reasoning":"fine","score":5}'), delayMs: 2_000 });
+    const judged = { ...metadata, [POLICY_METADATA]: 'judged' };
+    const slow = blocked(await post(toolCall(3, 'get_trace', {}), judged));
+    expect(slow.status).toBe(200);
     expect(JSON.parse(slow.text)).toEqual({
       jsonrpc: '2.0',
       id: 3,
@@ -172,16 +234,34 @@ describe.each(CLIENTS)('ext_proc over h2c, driven by %s', (_name, client) => {
     const unnamed = blocked(
       await post(toolCall(4, 'get_trace', {}), { authorization: `Bearer ${KEY}` }),
     );
-    expect(JSON.parse(unnamed.text).error.message).toMatch(/no guard policy named/);
-    forwarded(await post(toolCall(3, 'slow_tool', {}), metadata, open));
+    expect(JSON.parse(unnamed.text).error.message).toBe(
+      'guardrail could not decide: no guard policy named (gateway metadata or guardrails.ext_proc.policy)',
+    );
+    forwarded(await post(toolCall(3, 'get_trace', {}), judged, open));
     forwarded(await post(toolCall(4, 'get_trace', {}), { authorization: `Bearer ${KEY}` }, open));
   });
 
-  it("a policy the guard cannot find blocks with the guard's plain-text reason", async () => {
+  it("the engine's cannot-decide (an unevaluable condition) blocks unless the policy fails open", async () => {
+    const out = blocked(await post(toolCall(6, 'unevaluable', {})));
+    const { error } = JSON.parse(out.text);
+    expect(error.code).toBe(-32603);
+    expect(error.message).toMatch(/^guardrail could not decide: check "needs-field"/);
+    forwarded(
+      await post(toolCall(6, 'unevaluable', {}), {
+        ...metadata,
+        [POLICY_METADATA]: 'mcp-tools-open',
+      }),
+    );
+  });
+
+  it('a policy the engine cannot find blocks with its plain-text reason', async () => {
     const out = blocked(
       await post(toolCall(5, 'get_trace', {}), { ...metadata, [POLICY_METADATA]: 'nope' }),
     );
-    expect(JSON.parse(out.text).error).toEqual({ code: -32603, message: 'no guard policy "nope"' });
+    expect(JSON.parse(out.text).error).toEqual({
+      code: -32603,
+      message: 'guardrail could not decide: no guard policy "nope" in project "default"',
+    });
   });
 
   it('refuses a gateway without valid credentials, even when failing open', async () => {

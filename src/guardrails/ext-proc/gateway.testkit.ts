@@ -119,9 +119,16 @@ function fromConnect(response: ProcessingResponse): Answer {
   };
 }
 
+/** One HTTP/2 connection per processor address, as a gateway keeps. */
+const transports = new Map<string, ReturnType<typeof createGrpcTransport>>();
+
 /** The Connect (connect-node) client, over h2c. */
 export const connectClient: Client = (address, metadata) => {
-  const transport = createGrpcTransport({ baseUrl: `http://${address}` });
+  let transport = transports.get(address);
+  if (transport === undefined) {
+    transport = createGrpcTransport({ baseUrl: `http://${address}` });
+    transports.set(address, transport);
+  }
   const client = createClient(ExternalProcessor, transport);
   const outgoing = new Queue<ProcessingRequest | 'end'>();
   const answers = new Queue<Answer | 'end'>();

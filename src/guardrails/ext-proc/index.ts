@@ -1,4 +1,4 @@
-export type { Guard, GuardDecision, GuardSubject } from './guard-port.js';
+export type { Guard } from './guard-port.js';
 export { type ExtProcSettings, processStream, type StreamCaller } from './processor.js';
 export {
   createExtProcServer,
