@@ -5,6 +5,8 @@
  */
 const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
+  // MCP tools/call through the Envoy external processor at 200/s (its own process).
+  'guardrails-ext-proc': async () => (await import('./guardrails/ext-proc.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
   online: async () => (await import('./online.js')).main(),
   // 200 exporters for 60 s against the compiled server; by name only.

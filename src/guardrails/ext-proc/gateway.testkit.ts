@@ -126,13 +126,19 @@ const transports = new Map<string, ReturnType<typeof createGrpcTransport>>();
 export const connectClient: Client = (address, metadata) => {
   let transport = transports.get(address);
   if (transport === undefined) {
-    transport = createGrpcTransport({ baseUrl: `http://${address}` });
+    // Closed soon after its last stream, so a test process is not held open by it.
+    transport = createGrpcTransport({
+      baseUrl: `http://${address}`,
+      idleConnectionTimeoutMs: 500,
+      nodeOptions: { maxSessionMemory: 64 },
+    });
     transports.set(address, transport);
   }
   const client = createClient(ExternalProcessor, transport);
   const outgoing = new Queue<ProcessingRequest | 'end'>();
   const answers = new Queue<Answer | 'end'>();
   const abort = new AbortController();
+  let finished = false;
   async function* requests(): AsyncGenerator<ProcessingRequest> {
     for (;;) {
       const next = await outgoing.shift();
@@ -151,13 +157,18 @@ export const connectClient: Client = (address, metadata) => {
     } catch {
       // A cancelled or failed stream ends like a closed one for the model.
     }
+    finished = true;
     answers.push('end');
   })();
   return {
     send: (m) => outgoing.push(toConnect(m)),
     receive: () => answers.shift(),
     end: () => outgoing.push('end'),
-    cancel: () => abort.abort(),
+    cancel: () => {
+      // A stream that ended needs no reset (and an abort costs an error with its stack).
+      if (!finished) abort.abort();
+      outgoing.push('end');
+    },
   };
 };
 
@@ -257,7 +268,9 @@ export const grpcJsClient: Client = (address, metadata) => {
     send: (m) => call.write(toGrpc(m)),
     receive: () => answers.shift(),
     end: () => call.end(),
-    cancel: () => call.cancel(),
+    cancel: () => {
+      if (!ended) call.cancel();
+    },
   };
 };
 
