@@ -1,7 +1,8 @@
 /**
  * The processor under bench, in its own process: an ext_proc server on the real guard engine with
  * one non-judge policy (PII, secrets, an RE2 deny list, injection heuristics, a CEL tool rule).
- * Prints its address on stdout, then serves until killed.
+ * Prints its address on stdout, then serves until SIGTERM, when it prints (one JSON line) the guard
+ * engine's decision times and the CPU time it used.
  */
 import { OPEN_PRINCIPAL } from '../../src/auth/index.js';
 import { createExtProcServer, GuardEngine } from '../../src/guardrails/index.js';
@@ -26,7 +27,9 @@ export const BENCH_POLICY = {
   ],
 };
 
+const decisionSeconds: number[] = [];
 const engine = new GuardEngine({
+  observer: { onGuardDecision: (e) => decisionSeconds.push(e.seconds) },
   policies: {
     async get(project, name) {
       if (project !== 'default' || name !== 'mcp-tools') return undefined;
@@ -57,4 +60,13 @@ const server = createExtProcServer({
   authenticate: async () => OPEN_PRINCIPAL,
 });
 await server.start();
+const cpu = process.cpuUsage();
 process.stdout.write(`${server.address()}\n`);
+process.once('SIGTERM', () => {
+  const used = process.cpuUsage(cpu);
+  const ms = decisionSeconds.map((s) => s * 1000);
+  process.stdout.write(
+    `${JSON.stringify({ decisionsMs: ms, cpuMs: (used.user + used.system) / 1000 })}\n`,
+  );
+  process.exit(0);
+});

@@ -37,17 +37,30 @@ const CALLS = [
   toolCall(10, 'list_sources', {}),
 ].map((c) => Buffer.from(JSON.stringify(c)));
 
-async function startServer(): Promise<{ address: string; stop: () => void }> {
+interface ServerFigures {
+  decisionsMs: number[];
+  cpuMs: number;
+}
+
+async function startServer(): Promise<{ address: string; stop: () => Promise<ServerFigures> }> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', fileURLToPath(new URL('./ext-proc-server.ts', import.meta.url))],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  const lines = createInterface({ input: child.stdout });
   const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', resolve);
+    lines.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`the processor exited with ${code}`)));
   });
-  return { address: line.trim(), stop: () => child.kill('SIGKILL') };
+  return {
+    address: line.trim(),
+    stop: async () => {
+      const figures = new Promise<string>((resolve) => lines.once('line', resolve));
+      child.kill('SIGTERM');
+      return JSON.parse(await figures) as ServerFigures;
+    },
+  };
 }
 
 interface Timing {
@@ -103,10 +116,12 @@ async function oneExchange(address: string, body: Buffer): Promise<Timing> {
 
 export async function main(): Promise<void> {
   const server = await startServer();
+  let warmed = 0;
   try {
     // Warm-up: compile the policy, open the connection, let the JIT settle.
-    for (let i = 0; i < 200; i++)
-      await oneExchange(server.address, CALLS[i % CALLS.length] as Buffer);
+    for (; warmed < 200; warmed++) {
+      await oneExchange(server.address, CALLS[warmed % CALLS.length] as Buffer);
+    }
     const timings: Promise<Timing>[] = [];
     const total = RATE * SECONDS;
     const began = performance.now();
@@ -133,7 +148,12 @@ export async function main(): Promise<void> {
       `  whole exchange (headers → response body): p50 ${fmt(percentile(exchanges, 50), 2)} ms, p99 ${fmt(percentile(exchanges, 99), 2)} ms`,
     );
   } finally {
-    server.stop();
+    const figures = await server.stop();
+    const engine = figures.decisionsMs.slice(warmed);
+    console.log(
+      `  in the processor: guard engine decision p50 ${fmt(percentile(engine, 50), 3)} ms, p99 ${fmt(percentile(engine, 99), 3)} ms; ` +
+        `CPU ${fmt(figures.cpuMs / (warmed + RATE * SECONDS), 2)} ms per exchange`,
+    );
   }
 }
 
