@@ -6,6 +6,8 @@
 const BENCHES: Record<string, () => Promise<void>> = {
   evaluate: async () => (await import('./evaluate.js')).main(),
   guardrails: async () => (await import('./guardrails.js')).main(),
+  // MCP tools/call through the Envoy external processor at 200/s (its own process).
+  'guardrails-ext-proc': async () => (await import('./guardrails/ext-proc.js')).main(),
   ingest: async () => (await import('./ingest.js')).main(),
   online: async () => (await import('./online.js')).main(),
   // Per-record overhead of plug-in evaluators and records/s through a policy, beside built-ins.

@@ -42,10 +42,12 @@ describe('architecture rules that the import checker cannot see', () => {
   });
 
   it('file names are kebab-case', () => {
-    // Generated protobuf code (src/api/rpc/gen) keeps protoc-gen-es's `<file>_pb.ts` names.
+    // Generated protobuf code (src/api/rpc/gen, src/guardrails/ext-proc/gen) keeps
+    // protoc-gen-es's `<file>_pb.ts` names.
     const bad = files.filter(
       (f) =>
         !f.startsWith(join('src', 'api', 'rpc', 'gen')) &&
+        !f.startsWith(join('src', 'guardrails', 'ext-proc', 'gen')) &&
         !/^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+)*\.ts$/.test(f.split('/').pop() ?? ''),
     );
     expect(bad).toEqual([]);

@@ -22,6 +22,7 @@ import { openStore, type Store } from '../store/index.js';
 import { Metrics, registerStateGauges } from '../telemetry/index.js';
 import { createWebhooks, type Webhooks } from '../webhooks/index.js';
 import { buildEvaluation, buildPlugins } from './build-evaluation.js';
+import { buildExtProc } from './build-ext-proc.js';
 import { buildGuardrails, type Guardrails } from './build-guardrails.js';
 import { buildIdentity } from './build-identity.js';
 import { buildIngest } from './build-ingest.js';
@@ -195,6 +196,7 @@ async function assemble(
       guardrails,
     },
   });
+  const extProc = buildExtProc(config, { guard: guardrails.engine, bearer: identity.bearer });
   // Started in this order, stopped in reverse: the server stops accepting and drains first, then
   // each worker stops before what it feeds or writes to; the store closes last.
   const components = [
@@ -219,6 +221,7 @@ async function assemble(
     loop('source-manager', sourceManager, config.online.enabled),
     loop('policy-engine', engine, config.online.enabled),
     ingest.component,
+    ...(extProc === undefined ? [] : [extProc]),
     http.component,
   ];
   let closing: Promise<void> | undefined;

@@ -62,7 +62,7 @@ export const DEFAULTS = {
     maxConcurrent: 2,
     leaseTimeout: '30s',
   },
-  /** The original system's 64 MiB / 10 s; stdin matches the 4 MiB dataset row limit. */
+  /** 64 MiB and 10 s per module by default; stdin matches the 4 MiB dataset row limit. */
   plugins: {
     reloadInterval: '5s',
     memoryMiB: 64,
@@ -72,6 +72,16 @@ export const DEFAULTS = {
     maxOutputBytes: 1024 * 1024,
     maxInputBytes: 4 * 1024 * 1024,
     maxModuleBytes: 32 * 1024 * 1024,
+  },
+  /** The Envoy external processor (`guardrails.ext_proc`): agentgateway buffers 2 MiB bodies. */
+  guardrails: {
+    extProc: {
+      maxBodyBytes: 2 * 1024 * 1024,
+      maxBatch: 100,
+      bodyTimeout: '10s',
+      decisionTimeout: '2s',
+      maxStreams: 1000,
+    },
   },
   judge: {
     maxConcurrency: 4,

@@ -184,13 +184,14 @@ export const SECRET_DETECTOR_NAMES = [
   'google-api-key',
 ] as const;
 
+const ListenSchema = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'expected HOST:PORT');
+
 export const ConfigSchema = z
   .strictObject({
     /** HOST:PORT the server listens on. */
-    listen: z
-      .string()
-      .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'expected HOST:PORT')
-      .default(DEFAULTS.listen),
+    listen: ListenSchema.default(DEFAULTS.listen),
     /** Where the embedded SQLite database and local files live. */
     data_dir: z.string().min(1).default(DEFAULTS.dataDir),
     log_level: z
@@ -547,6 +548,45 @@ export const ConfigSchema = z
         allowed_origins: z
           .array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'an origin: scheme://host[:port]'))
           .default([]),
+      })
+      .prefault({}),
+    /** Gateway guardrails (docs/guardrails.md). */
+    guardrails: z
+      .strictObject({
+        /** The Envoy external processor (ext_proc v3, gRPC over h2c) guarding MCP traffic. */
+        ext_proc: z
+          .strictObject({
+            /** HOST:PORT of its own gRPC port; unset, it is not served. */
+            listen: ListenSchema.optional(),
+            /**
+             * The guard policy of a stream whose gateway names none in its
+             * `x-touchstone-guard-policy` metadata.
+             */
+            policy: z.string().min(1).optional(),
+            /**
+             * Pass what the processor cannot decide (no policy named, no decision within
+             * `decision_timeout`, a body not sent whole); false (the default) blocks.
+             */
+            fail_open: z.boolean().default(false),
+            /** Largest request body guarded; larger ones are refused with 413. */
+            max_body_bytes: z.int().positive().default(DEFAULTS.guardrails.extProc.maxBodyBytes),
+            /** Most messages in one JSON-RPC batch. */
+            max_batch: z.int().min(1).max(1000).default(DEFAULTS.guardrails.extProc.maxBatch),
+            /**
+             * Longest wait for a stream's first message and for a request body its headers
+             * announce; past it the exchange is refused with 408.
+             */
+            body_timeout: durationMs.prefault(DEFAULTS.guardrails.extProc.bodyTimeout),
+            /** Longest wait for the guard's decision on one body. */
+            decision_timeout: durationMs.prefault(DEFAULTS.guardrails.extProc.decisionTimeout),
+            /** Streams one gateway connection may have open at once. */
+            max_streams: z
+              .int()
+              .min(1)
+              .max(100_000)
+              .default(DEFAULTS.guardrails.extProc.maxStreams),
+          })
+          .prefault({}),
       })
       .prefault({}),
     judges: z.record(z.string().regex(/^[a-z0-9][a-z0-9-_]*$/i), JudgeConfigSchema).default({}),

@@ -3,7 +3,8 @@
  * Gateway guardrails: GuardPolicy resources and the guard engine that decides allow, mask or
  * reject on a gateway's messages or MCP tool calls (PII and secret detectors of `redaction`, RE2
  * deny lists, prompt-injection heuristics, CEL conditions, an LLM judge). The prompt-guard
- * webhook (api/) and the external processor call `GuardEngine.decide`. docs/guardrails.md
+ * webhook (api/) and the external processor (`ext-proc/`: Envoy ext_proc v3 over gRPC) call
+ * `GuardEngine.decide`. docs/guardrails.md
  */
 export {
   CANNOT_DECIDE_STATUS,
@@ -18,6 +19,17 @@ export {
   POLICY_CACHE_MS,
 } from './engine.js';
 export { GuardErrors } from './error-codes.js';
+export {
+  createExtProcServer,
+  type ExtProcServer,
+  type ExtProcServerDeps,
+  type ExtProcSettings,
+  type Guard,
+  POLICY_METADATA,
+  PROJECT_METADATA,
+  processStream,
+  type StreamCaller,
+} from './ext-proc/index.js';
 export {
   MAX_MESSAGES,
   type PromptGuardAnswer,
