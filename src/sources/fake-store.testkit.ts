@@ -26,6 +26,8 @@ export class FakeStore implements TraceStoreConnector {
   failure: Error | undefined;
   /** The listing never answers (until the pull's budget aborts it). */
   hang = false;
+  /** Real milliseconds every listing takes (a store running a search), cut short by its signal. */
+  listDelayMs = 0;
   /** Store ids whose spans the store cannot serve. */
   missing = new Set<string>();
   /** Runs before every listing answers (a slow store moves the test's clock here). */
@@ -104,10 +106,11 @@ export class FakeStore implements TraceStoreConnector {
     this.pages++;
     this.beforeList?.();
     if (this.pages > this.failListAfterPages && this.failure !== undefined) throw this.failure;
-    if (this.hang) {
-      await new Promise((_resolve, reject) =>
-        q.signal?.addEventListener('abort', () => reject(q.signal?.reason)),
-      );
+    if (this.hang || this.listDelayMs > 0) {
+      await new Promise((resolve, reject) => {
+        if (!this.hang) setTimeout(resolve, this.listDelayMs);
+        q.signal?.addEventListener('abort', () => reject(q.signal?.reason));
+      });
     }
     const all = this.traces
       .filter((t) => t.startMs >= q.fromMs && t.startMs < q.toMs)

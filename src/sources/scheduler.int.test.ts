@@ -12,7 +12,7 @@ import { normalizeStoredTrace, PulledTraceWriter } from '../ingest/index.js';
 import { NetErrors } from '../net/index.js';
 import { compileRedaction } from '../redaction/index.js';
 import { FakeStore } from './fake-store.testkit.js';
-import { SourceManager } from './manager.js';
+import { SourceManager, type SourceManagerOptions } from './manager.js';
 import { WINDOW_LABELS } from './scheduler.js';
 import type { SourceStatus } from './service.js';
 
@@ -52,7 +52,7 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
   const others: App[] = [];
 
   /** A replica's manager over `on`'s database, pulling from the store double. */
-  function replica(on: App): SourceManager {
+  function replica(on: App, options: Partial<SourceManagerOptions> = {}): SourceManager {
     const pulled = new PulledTraceWriter({
       store: on.store,
       redactor: compileRedaction(config.traces.redaction),
@@ -65,7 +65,7 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
       connector: () => fake,
       write: (t, adjust) => pulled.write(t, adjust),
       snapshot: (t, adjust) => pulled.snapshot(t, adjust),
-      options: { pageSize: 50, maxRecordsPerSecond: 1_000_000 },
+      options: { pageSize: 50, maxRecordsPerSecond: 1_000_000, ...options },
       sleep: async () => undefined,
     });
     managers.push(manager);
@@ -288,6 +288,25 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     await tickAt(manager, '12:00:00');
     await tickAt(manager, '13:00:01');
     expect(await status()).toMatchObject({ missedWindows: 1 });
+  });
+
+  it("gives a store that runs long searches (Databricks) the pull's longer budget for a window", async () => {
+    fake.add(1, at('10:30:00'));
+    // Budgets scaled down: a listing of 1 s outlasts the pull budget, not the long-search one.
+    const budgets = { pullBudgetMs: 250, longSearchBudgetMs: 30_000 };
+    fake.listDelayMs = 1_000;
+    await apply();
+    await tickAt(replica(app, budgets), '11:00:00');
+    expect(await runs()).toEqual([]);
+    expect((await status()).lastError).toContain('did not finish within 0.25 s');
+
+    await app.sources.delete(OPEN_PRINCIPAL, undefined, 'hourly');
+    clock.set(T0);
+    await apply({ variant: 'databricks', locations: ['1234'] });
+    await tickAt(replica(app, budgets), '11:00:00');
+    const [run] = await runs();
+    expect(run?.labels[WINDOW_LABELS.end]).toBe('2026-11-22T11:00:00.000Z');
+    expect((await status()).lastError).toBeUndefined();
   });
 
   it('keeps the cursor when applied again, and never evaluates a window twice', async () => {

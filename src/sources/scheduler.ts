@@ -61,6 +61,13 @@ export interface WindowSchedulerDeps {
   logger?: { warn(obj: object, msg: string): void };
   redactText: RedactText;
   pageSize: number;
+}
+
+/** How one step runs: under a lease `renew` keeps, stopped by `stop`, within `budgetMs`. */
+export interface WindowStepControl {
+  renew: () => Promise<boolean>;
+  stop: AbortSignal;
+  /** The fetch's time budget: a pull's (90 s), longer for a store that runs long searches. */
   budgetMs: number;
 }
 
@@ -82,16 +89,16 @@ export class WindowScheduler {
   constructor(private readonly deps: WindowSchedulerDeps) {}
 
   /**
-   * Handles the window due now, if any, for a source whose lease `renew` keeps: counts missed
-   * windows, waits for the previous run, fetches, and creates the run with the moved cursor.
+   * Handles the window due now, if any, for a source whose lease `control.renew` keeps: counts
+   * missed windows, waits for the previous run, fetches, and creates the run with the moved cursor.
    */
   async step(
     record: SourceRecord,
     source: ParsedSource,
     initial: SourceState,
-    renew: () => Promise<boolean>,
-    stop: AbortSignal,
+    control: WindowStepControl,
   ): Promise<void> {
+    const { renew, stop, budgetMs } = control;
     const { clock, store } = this.deps;
     const { schedule, poll } = source.spec;
     if (schedule === undefined) return;
@@ -113,13 +120,13 @@ export class WindowScheduler {
       await store.sources.saveState({ ...state, nextPullAt: retryAt });
       return;
     }
-    const budget = AbortSignal.any([stop, AbortSignal.timeout(this.deps.budgetMs)]);
+    const budget = AbortSignal.any([stop, AbortSignal.timeout(budgetMs)]);
     let fetched: WindowFetch | undefined;
     try {
       fetched = await this.fetchWindow(record.project, source, due, renew, budget);
     } catch (err) {
       if (stop.aborted) return;
-      state = this.failed(state, err, budget.aborted, now);
+      state = this.failed(state, err, budget.aborted ? budgetMs : undefined, now);
       await store.sources.saveState({
         ...state,
         nextPullAt: Math.min(state.nextPullAt, deadline + 1),
@@ -292,7 +299,14 @@ export class WindowScheduler {
     }
   }
 
-  private failed(state: SourceState, err: unknown, timedOut: boolean, now: number): SourceState {
+  /** The state after a failed fetch; `timedOutAfterMs` when it ran out of that budget. */
+  private failed(
+    state: SourceState,
+    err: unknown,
+    timedOutAfterMs: number | undefined,
+    now: number,
+  ): SourceState {
+    const timedOut = timedOutAfterMs !== undefined;
     const failures = timedOut ? state.failures : state.failures + 1;
     const retryAfter =
       isTouchstoneError(err) && err.retryAfterSeconds !== undefined
@@ -308,7 +322,7 @@ export class WindowScheduler {
       ...state,
       phase: 'error',
       lastError: timedOut
-        ? `the window fetch did not finish within ${this.deps.budgetMs / 1000} s; it is fetched again until its starting deadline`
+        ? `the window fetch did not finish within ${timedOutAfterMs / 1000} s; it is fetched again until its starting deadline`
         : failureText(err, 'pull', this.deps.redactText),
       lastPullAt: now,
       failures,
