@@ -183,6 +183,29 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     expect(await recordIds(second!.id)).toEqual([boundary.traceId]);
   });
 
+  it("applies the run spec's gates to a window's run: a failing gate fires run.gate_failed", async () => {
+    fake.add(1, at('10:10:00'), { fail: true });
+    fake.add(2, at('10:20:00'));
+    await app.webhooks.service.apply(OPEN_PRINCIPAL, {
+      name: 'gates',
+      url: 'https://hooks.example.com/gates',
+      events: ['WEBHOOK_EVENT_RUN_GATE_FAILED'],
+    });
+    await apply({ runSpec: { evaluators: [{ ref: 'tool-errors' }], gates: ['tool-errors <= 0'] } });
+    await tickAt(replica(app), '11:00:00');
+    const [run] = await runs();
+    await app.runExecutor.drain();
+    const done = await app.runs.get(OPEN_PRINCIPAL, undefined, run!.id);
+    expect(done).toMatchObject({
+      status: 'RUN_STATUS_FAILED',
+      gates: [expect.objectContaining({ value: 0.5, passed: false })],
+    });
+    const deliveries = await app.webhooks.service.deliveries(OPEN_PRINCIPAL, undefined, 'gates', {
+      pageSize: 10,
+    });
+    expect(deliveries.items.map((d) => d.runId)).toEqual([run!.id]);
+  });
+
   it('advances past empty windows without a run, and starts from the apply, not from history', async () => {
     fake.add(1, at('08:30:00'));
     await apply();
