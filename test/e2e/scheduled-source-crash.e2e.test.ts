@@ -23,9 +23,10 @@ import {
  *
  * 1. process A evaluates the first window and is killed as soon as the window's run exists,
  *    mid-run;
- * 2. process B starts, and the store holds B's next window fetch unanswered; process C starts
- *    beside B (two replicas on one database), then B is killed while its fetch is held;
- * 3. C takes the source over from the stored cursor once B's lease lapses.
+ * 2. process B starts and evaluates the next window; the store then holds B's following window
+ *    fetch unanswered; process C starts beside B (two replicas on one database), and B is killed
+ *    while its fetch is held;
+ * 3. C takes the source over from the cursor B stored, once B's lease lapses.
  *
  * Every window is evaluated exactly once (stable window ids), none is lost before its deadline
  * (the held one included), and the run A started finishes.
@@ -134,9 +135,9 @@ describe.each(variants)('a scheduled source across kill -9 on $name', (variant) 
       ].join('\n'),
     );
     fake = await LangfuseFake.start();
-    // Two traces in every minute from now on (the test spans about six minutes).
+    // Two traces in every minute from now on (the test spans about seven minutes).
     const first = Math.floor(Date.now() / MIN) * MIN;
-    for (let m = 0; m < 12; m++) {
+    for (let m = 0; m < 14; m++) {
       fake.add(...agentRun(2 * m + 1, first + m * MIN + 10_000));
       fake.add(...agentRun(2 * m + 2, first + m * MIN + 20_000));
     }
@@ -170,10 +171,16 @@ describe.each(variants)('a scheduled source across kill -9 on $name', (variant) 
     }, 120_000);
     await kill9(a);
 
-    // B's next window fetch is held by the store; C runs beside B; B dies mid-fetch.
-    fake.holdListings = true;
+    // B evaluates a window, then its next fetch is held by the store; C runs beside B; B dies
+    // mid-fetch.
     const b = await launch(dataDirs[1]);
-    await eventually(async () => (fake.heldListings > 0 ? true : undefined), 240_000);
+    const byA = (await windowRuns(b.base)).length;
+    await eventually(
+      async () => ((await windowRuns(b.base)).length > byA ? true : undefined),
+      240_000,
+    );
+    fake.holdListings = true;
+    await eventually(async () => (fake.heldListings > 0 ? true : undefined), 120_000);
     const c = await launch(dataDirs[2]);
     await kill9(b);
     const killedAt = Date.now();
