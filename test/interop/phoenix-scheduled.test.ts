@@ -1,12 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callJson, eventually } from '../support/process.js';
+import { callJson } from '../support/process.js';
 import {
   PHOENIX_PYTHON,
   PHOENIX_SKIP_REASON,
   type PhoenixServer,
   startPhoenixServer,
 } from './phoenix/phoenix-server.js';
-import { agentExport, startTouchstone, type Touchstone } from './touchstone-server.js';
+import {
+  agentExport,
+  startTouchstone,
+  type Touchstone,
+  windowRunWith,
+} from './touchstone-server.js';
 
 /**
  * A scheduled source against a real Phoenix server: agent traces exported over OTLP into a
@@ -18,14 +23,6 @@ import { agentExport, startTouchstone, type Touchstone } from './touchstone-serv
 const live = PHOENIX_PYTHON !== undefined;
 const PROJECT = 'touchstone-scheduled';
 const KEY_VAR = 'PHOENIX_SCHEDULED_API_KEY';
-
-interface RunView {
-  id: string;
-  status: string;
-  labels: Record<string, string>;
-  summaries?: { metric: string }[];
-  spec: { dataset: { records: { id: string; trajectory?: unknown[] }[] } };
-}
 
 describe('scheduled source against a live Phoenix server', () => {
   let phoenix: PhoenixServer | undefined;
@@ -75,17 +72,7 @@ describe('scheduled source against a live Phoenix server', () => {
           runSpec: { evaluators: [{ ref: 'tool-errors' }] },
         },
       });
-      const run = await eventually(async () => {
-        const list = (await callJson(base, 'GET', '/v1alpha1/runs')).runs as { id: string }[];
-        for (const { id } of list) {
-          const view = (await callJson(base, 'GET', `/v1alpha1/runs/${id}`)) as RunView;
-          const ids = view.spec.dataset.records.map((r) => r.id);
-          if (view.status === 'RUN_STATUS_SUCCEEDED' && wanted.every((w) => ids.includes(w))) {
-            return view;
-          }
-        }
-        return undefined;
-      }, 150_000);
+      const run = await windowRunWith(base, wanted);
       expect(run.labels['touchstone.dev/source']).toBe('phoenix-windows');
       const first = run.spec.dataset.records.find((r) => r.id === wanted[0]);
       expect(first?.trajectory?.length).toBeGreaterThan(0);

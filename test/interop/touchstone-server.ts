@@ -112,3 +112,27 @@ export async function scoredBeforeTheStoreHasIt(
   await new Promise((r) => setTimeout(r, 3_000));
   return trace;
 }
+
+/** A scheduled window's run as the API shows it. */
+export interface WindowRunView {
+  id: string;
+  status: string;
+  labels: Record<string, string>;
+  summaries?: { metric: string }[];
+  spec: { dataset: { records: { id: string; trajectory?: unknown[] }[] } };
+}
+
+/** Waits for a succeeded run whose dataset (a window's snapshot) holds every one of `traceIds`. */
+export function windowRunWith(touchstone: string, traceIds: readonly string[]) {
+  return eventually(async () => {
+    const list = (await callJson(touchstone, 'GET', '/v1alpha1/runs')).runs as { id: string }[];
+    for (const { id } of list) {
+      const view = (await callJson(touchstone, 'GET', `/v1alpha1/runs/${id}`)) as WindowRunView;
+      const ids = view.spec.dataset.records.map((r) => r.id);
+      if (view.status === 'RUN_STATUS_SUCCEEDED' && traceIds.every((w) => ids.includes(w))) {
+        return view;
+      }
+    }
+    return undefined;
+  }, 150_000);
+}
