@@ -28,6 +28,10 @@ export class FakeStore implements TraceStoreConnector {
   hang = false;
   /** Real milliseconds every listing takes (a store running a search), cut short by its signal. */
   listDelayMs = 0;
+  /** While set, every fetch waits for it (tests line concurrent fetches up). */
+  fetchGate: Promise<void> | undefined;
+  /** Fetches that reached the gate. */
+  gated = 0;
   /** Store ids whose spans the store cannot serve. */
   missing = new Set<string>();
   /** Runs before every listing answers (a slow store moves the test's clock here). */
@@ -124,6 +128,10 @@ export class FakeStore implements TraceStoreConnector {
   }
 
   async fetch(headers: readonly TraceHeader[]): Promise<Map<string, FetchedTrace>> {
+    if (this.fetchGate !== undefined) {
+      this.gated++;
+      await this.fetchGate;
+    }
     const out = new Map<string, FetchedTrace>();
     for (const h of headers) {
       this.fetched.push(h.storeId);

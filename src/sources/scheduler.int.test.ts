@@ -349,9 +349,32 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     await app.store.sources.saveState({ ...state, schedule: { ...cursor!, cursor: T0 } });
     await tickAt(replica(app), '11:05:00');
     expect(await runs()).toHaveLength(1);
+    // Its records are counted once.
+    expect(await status()).toMatchObject({ pulled: 1 });
     expect((await app.store.sources.getState('default', 'hourly'))?.schedule?.cursor).toBe(
       at('11:00:00'),
     );
+  });
+
+  it('two holders committing the same window at once: one run, the cursor moved, no error', async () => {
+    fake.add(1, at('10:30:00'));
+    await apply();
+    // Both fetches wait at the gate, then both commit the window together.
+    let open: () => void = () => undefined;
+    fake.fetchGate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const manager = replica(app);
+    clock.set(at('11:00:00'));
+    const ticks = Promise.all([manager.tick(), manager.tick()]);
+    while (fake.gated < 2) await new Promise((r) => setTimeout(r, 5));
+    open();
+    await ticks;
+    expect(await runs()).toHaveLength(1);
+    expect(await status()).toMatchObject({
+      pulled: 1,
+      lastScheduledAt: '2026-11-22T11:00:00.000Z',
+    });
   });
 
   it('honours maxRecords and records the truncation on the run', async () => {

@@ -2,6 +2,7 @@ import {
   type BackoffPolicy,
   backoffMs,
   type Clock,
+  CoreErrors,
   type EvalRecord,
   isTouchstoneError,
   type NormalizedTrace,
@@ -180,29 +181,45 @@ export class WindowScheduler {
       return;
     }
     const id = windowRunId(record.project, record.name, record.createdAt, due);
-    await store.withTransaction(async (tx) => {
-      if ((await tx.runs.get(id, { spec: false })) === undefined) {
-        await tx.runs.create({
-          id,
-          project: record.project,
-          name: windowRunName(record.name, due),
-          labels: {
-            [WINDOW_LABELS.source]: record.name,
-            [WINDOW_LABELS.start]: iso(due.startMs),
-            [WINDOW_LABELS.end]: iso(due.endMs),
-            ...(fetched.truncated === undefined
-              ? {}
-              : { [WINDOW_LABELS.truncated]: fetched.truncated }),
-          },
-          keep: false,
-          spec: { ...source.spec.runSpec, dataset: { records: fetched.records } },
-          createdBy: `source:${record.name}`,
-          createdAt: now,
-        });
-      }
-      await tx.sources.saveState({ ...next, schedule: { ...moved, lastRunId: id } });
-      await tx.sources.count(record.project, record.name, 'pulled', fetched.records.length, now);
-    });
+    const commit = () =>
+      store.withTransaction(async (tx) => {
+        // Already there when another holder of the source (a restart, a lapsed lease) evaluated it.
+        if ((await tx.runs.get(id, { spec: false })) === undefined) {
+          await tx.runs.create({
+            id,
+            project: record.project,
+            name: windowRunName(record.name, due),
+            labels: {
+              [WINDOW_LABELS.source]: record.name,
+              [WINDOW_LABELS.start]: iso(due.startMs),
+              [WINDOW_LABELS.end]: iso(due.endMs),
+              ...(fetched.truncated === undefined
+                ? {}
+                : { [WINDOW_LABELS.truncated]: fetched.truncated }),
+            },
+            keep: false,
+            spec: { ...source.spec.runSpec, dataset: { records: fetched.records } },
+            createdBy: `source:${record.name}`,
+            createdAt: now,
+          });
+          await tx.sources.count(
+            record.project,
+            record.name,
+            'pulled',
+            fetched.records.length,
+            now,
+          );
+        }
+        await tx.sources.saveState({ ...next, schedule: { ...moved, lastRunId: id } });
+      });
+    try {
+      await commit();
+    } catch (err) {
+      // Inserted meanwhile by another holder (PostgreSQL does not wait on the id it checked):
+      // the window is evaluated; the cursor moves past it.
+      if (!isTouchstoneError(err) || err.code !== CoreErrors.ALREADY_EXISTS.code) throw err;
+      await commit();
+    }
     this.deps.onRunCreated?.();
   }
 
