@@ -74,7 +74,9 @@ export interface WriteBackItem {
  * A failed item: `retryable` ones (429, 5xx, timeouts, network) are retried with backoff, after
  * `retryAfterSeconds` when the store sent it; the others (401, 403, the trace gone, a refused
  * value) would fail the same way again, so the writer dead-letters them after this one attempt.
- * `code` is the catalogue code of the error behind it (`MLFLOW_ACCESS_DENIED`).
+ * `code` is the catalogue code of the error behind it (`MLFLOW_ACCESS_DENIED`). `traceMissing`
+ * says the store does not hold the trace (its own 404 on it): for a source's trace it is gone,
+ * while a sink's pushed trace may not have reached the store yet (the writer waits for it).
  */
 export type WriteBackOutcome =
   | { status: 'created' | 'updated'; remoteId: string }
@@ -84,6 +86,7 @@ export type WriteBackOutcome =
       retryable: boolean;
       code: string;
       retryAfterSeconds?: number;
+      traceMissing?: true;
     };
 
 export interface TraceStoreConnector {

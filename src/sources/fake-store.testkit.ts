@@ -26,6 +26,12 @@ export class FakeStore implements TraceStoreConnector {
   failure: Error | undefined;
   /** The listing never answers (until the pull's budget aborts it). */
   hang = false;
+  /** Real milliseconds every listing takes (a store running a search), cut short by its signal. */
+  listDelayMs = 0;
+  /** While set, every fetch waits for it (tests line concurrent fetches up). */
+  fetchGate: Promise<void> | undefined;
+  /** Fetches that reached the gate. */
+  gated = 0;
   /** Store ids whose spans the store cannot serve. */
   missing = new Set<string>();
   /** Runs before every listing answers (a slow store moves the test's clock here). */
@@ -104,10 +110,11 @@ export class FakeStore implements TraceStoreConnector {
     this.pages++;
     this.beforeList?.();
     if (this.pages > this.failListAfterPages && this.failure !== undefined) throw this.failure;
-    if (this.hang) {
-      await new Promise((_resolve, reject) =>
-        q.signal?.addEventListener('abort', () => reject(q.signal?.reason)),
-      );
+    if (this.hang || this.listDelayMs > 0) {
+      await new Promise((resolve, reject) => {
+        if (!this.hang) setTimeout(resolve, this.listDelayMs);
+        q.signal?.addEventListener('abort', () => reject(q.signal?.reason));
+      });
     }
     const all = this.traces
       .filter((t) => t.startMs >= q.fromMs && t.startMs < q.toMs)
@@ -121,6 +128,10 @@ export class FakeStore implements TraceStoreConnector {
   }
 
   async fetch(headers: readonly TraceHeader[]): Promise<Map<string, FetchedTrace>> {
+    if (this.fetchGate !== undefined) {
+      this.gated++;
+      await this.fetchGate;
+    }
     const out = new Map<string, FetchedTrace>();
     for (const h of headers) {
       this.fetched.push(h.storeId);

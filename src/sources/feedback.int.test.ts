@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DatabricksFake } from '../../test/fakes/databricks/server.js';
 import { agentRun } from '../../test/fakes/langfuse/samples.js';
 import { LangfuseFake } from '../../test/fakes/langfuse/server.js';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
@@ -15,11 +16,64 @@ import { FakeClock, isTouchstoneError } from '../core/index.js';
  * The `trace_feedback` sink against the Langfuse contract fake: a policy's scores of a pushed
  * trace (OTLP) land on the same trace in Langfuse, once per value (the write-back ledger), through
  * the app's own engine, queue and writer; a trace a source pulled is never written by a sink;
- * sinks are checked at apply as a source's connection is.
+ * sinks are checked at apply as a source's connection is. Against the Databricks fake (MLflow on
+ * Unity Catalog, whose trace ids are not `tr-<trace id>`): MLflow's own `mlflow.traceRequestId`
+ * addresses the trace, and a trace the store does not hold is waited for, then skipped.
  */
 
 const T0 = Date.parse('2026-11-22T10:00:00Z');
 const MIN = 60_000;
+
+/** An app with a short completion grace whose sources may reach the fakes on 127.0.0.1. */
+function sinkApp(clock: FakeClock, dataDir: string, env: Record<string, string>): Promise<App> {
+  const config = loadConfig({
+    overrides: {
+      data_dir: dataDir,
+      log_level: 'silent',
+      traces: { completion_grace: '2s' },
+      sources: { allow_hosts: ['127.0.0.1'] },
+      credentials: { grants: [{ env: Object.keys(env)[0] as string, projects: ['default'] }] },
+    },
+  });
+  return createApp(config, {
+    env,
+    clock,
+    processMetrics: false,
+    logger: pino({ level: 'silent' }),
+  });
+}
+
+/**
+ * Pushes one agent trace (a failing tool call) over OTLP/JSON; `rootAttributes` go on its root
+ * span, made from its trace id. Returns the trace id.
+ */
+async function pushTrace(
+  app: App,
+  rootAttributes: (traceId: string) => Record<string, string> = () => ({}),
+): Promise<string> {
+  let traceId = '';
+  const spans = recordSpans({ 'service.name': 'agent' }, (tracer) => {
+    traceId = agentTrace(tracer, { fail: true });
+  });
+  const root = spans.find((s) => s.parentSpanContext === undefined);
+  Object.assign(root?.attributes ?? {}, rootAttributes(traceId));
+  const res = await app.server.inject({
+    method: 'POST',
+    url: '/v1/traces',
+    payload: jsonBody(spans),
+    headers: { 'content-type': 'application/json' },
+  });
+  expect(res.statusCode).toBe(200);
+  return traceId;
+}
+
+/** Completes the pushed trace, scores it, and runs the writer once. */
+async function scoreAndWrite(app: App, clock: FakeClock): Promise<void> {
+  clock.advance(2500);
+  await app.completer.tick();
+  await app.engine.tick();
+  await app.writeBacks.tick();
+}
 
 let fake: LangfuseFake;
 
@@ -42,20 +96,9 @@ describe('the trace_feedback sink, Langfuse', () => {
     clock = new FakeClock(T0);
     fake.now = () => clock.now();
     dataDir = mkdtempSync(join(tmpdir(), 'touchstone-feedback-'));
-    const config = loadConfig({
-      overrides: {
-        data_dir: dataDir,
-        log_level: 'silent',
-        traces: { completion_grace: '2s' },
-        sources: { allow_hosts: ['127.0.0.1'] },
-        credentials: { grants: [{ env: 'LANGFUSE_KEYS', projects: ['default'] }] },
-      },
-    });
-    app = await createApp(config, {
-      env: { LANGFUSE_KEYS: fake.credential, OTHER_KEYS: fake.credential },
-      clock,
-      processMetrics: false,
-      logger: pino({ level: 'silent' }),
+    app = await sinkApp(clock, dataDir, {
+      LANGFUSE_KEYS: fake.credential,
+      OTHER_KEYS: fake.credential,
     });
   });
   afterEach(async () => {
@@ -81,28 +124,13 @@ describe('the trace_feedback sink, Langfuse', () => {
 
   /** One agent trace (a failing tool call) over OTLP/JSON, also exported to Langfuse. */
   async function push(): Promise<string> {
-    let traceId = '';
-    const spans = recordSpans({ 'service.name': 'agent' }, (tracer) => {
-      traceId = agentTrace(tracer, { fail: true });
-    });
-    const res = await app.server.inject({
-      method: 'POST',
-      url: '/v1/traces',
-      payload: jsonBody(spans),
-      headers: { 'content-type': 'application/json' },
-    });
-    expect(res.statusCode).toBe(200);
+    const traceId = await pushTrace(app);
     // The same trace in Langfuse: the OpenTelemetry trace id is Langfuse's trace id.
     fake.add(...agentRun(9, T0 - MIN).map((o) => ({ ...o, traceId })));
     return traceId;
   }
 
-  async function settle(): Promise<void> {
-    clock.advance(2500);
-    await app.completer.tick();
-    await app.engine.tick();
-    await app.writeBacks.tick();
-  }
+  const settle = () => scoreAndWrite(app, clock);
 
   it("writes a pushed trace's scores to the trace in Langfuse, once per value", async () => {
     await applyPolicy([sink()]);
@@ -172,5 +200,109 @@ describe('the trace_feedback sink, Langfuse', () => {
       expect({ extra, code: caught.code }).toEqual({ extra, code });
       if (path !== '') expect(caught.details.map((d) => d.path)).toContain(path);
     }
+  });
+});
+
+describe('the trace_feedback sink, MLflow on Databricks (Unity Catalog)', () => {
+  const SCHEMA = 'main.agents';
+  let clock: FakeClock;
+  let app: App;
+  let dataDir: string;
+  let workspace: DatabricksFake;
+
+  beforeEach(async () => {
+    clock = new FakeClock(T0);
+    dataDir = mkdtempSync(join(tmpdir(), 'touchstone-feedback-uc-'));
+    workspace = await DatabricksFake.start({ now: () => clock.now() });
+    app = await sinkApp(clock, dataDir, { DATABRICKS_TOKEN: workspace.pat });
+    await app.policies.apply(OPEN_PRINCIPAL, {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'tools' },
+      spec: {
+        stages: [{ evaluators: [{ ref: 'tool-errors' }] }],
+        sinks: [
+          {
+            type: 'trace_feedback',
+            connector: 'mlflow',
+            variant: 'databricks',
+            endpoint: workspace.url,
+            locations: [SCHEMA],
+            credentials: { env: 'DATABRICKS_TOKEN' },
+            auth: { databricks: { sqlWarehouseId: workspace.sqlWarehouseId } },
+          },
+        ],
+      },
+    });
+  });
+  afterEach(async () => {
+    await app.close();
+    expect(workspace.violations).toEqual([]);
+    await workspace.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** A trace logged by MLflow's instrumentation: every span names MLflow's id, JSON-quoted. */
+  const mlflowTraced = () =>
+    pushTrace(app, (traceId) => ({
+      'mlflow.traceRequestId': JSON.stringify(`trace:/${SCHEMA}/${traceId}`),
+      'mlflow.spanType': '"AGENT"',
+    }));
+  /** The store's copy of a pushed trace, under MLflow's own id. */
+  const inStore = (traceId: string) =>
+    workspace.store.add(SCHEMA, T0 - MIN, {
+      hex: traceId,
+      traceId: `trace:/${SCHEMA}/${traceId}`,
+    });
+  const infoReads = () => workspace.seen.filter((s) => s.endsWith('/info')).length;
+  const skippedMetric = async () => {
+    const text = (await app.server.inject({ url: '/metrics' })).body;
+    return /touchstone_source_scores_skipped_total\{[^}]*reason="trace_not_in_store"[^}]*\} (\d+)/.exec(
+      text,
+    )?.[1];
+  };
+
+  it("writes to the trace MLflow's own mlflow.traceRequestId names", async () => {
+    const traceId = await mlflowTraced();
+    const stored = inStore(traceId);
+    await scoreAndWrite(app, clock);
+    expect(stored.assessments).toEqual([
+      expect.objectContaining({
+        assessment_name: 'tool-errors',
+        trace_id: `trace:/${SCHEMA}/${traceId}`,
+        source: { source_type: 'CODE', source_id: 'touchstone/tools' },
+        feedback: { value: 1 },
+      }),
+    ]);
+  });
+
+  it('waits for a trace that reaches the store after it was scored', async () => {
+    const traceId = await mlflowTraced();
+    await scoreAndWrite(app, clock);
+    expect(infoReads()).toBe(1);
+    // Not a dead letter: looked for again within half a minute.
+    expect(await app.store.sources.deadLetters('default', '@sink/tools/0', 10)).toEqual([]);
+    const stored = inStore(traceId);
+    clock.advance(30_000);
+    await app.writeBacks.tick();
+    expect(stored.assessments.map((a) => a.assessment_name)).toEqual(['tool-errors']);
+  });
+
+  it('skips a trace the store never receives after 10 minutes: counted, not a dead letter', async () => {
+    await mlflowTraced();
+    await scoreAndWrite(app, clock);
+    for (let m = 0; m < 12; m++) {
+      clock.advance(MIN);
+      await app.writeBacks.tick();
+    }
+    const reads = infoReads();
+    expect(reads).toBeGreaterThan(2);
+    expect(reads).toBeLessThan(12);
+    expect(await skippedMetric()).toBe('1');
+    expect(await app.store.sources.deadLetters('default', '@sink/tools/0', 10)).toEqual([]);
+    // Out of the queue: never tried again.
+    clock.advance(60 * MIN);
+    await app.writeBacks.tick();
+    expect(infoReads()).toBe(reads);
   });
 });

@@ -12,11 +12,16 @@ export class FeedbackSink implements ResultSink {
     const { trace } = stored;
     if (trace.source !== '') return;
     const sinks = await this.deps.directory.sinksOf(trace.project, stored.policy, tx);
+    if (sinks.length === 0) return;
+    // MLflow's id of the trace may be on its root span (read only for an MLflow sink).
+    const root = sinks.some((s) => s.spec.connector === 'mlflow')
+      ? (await tx.traces.get(trace.project, trace.traceId))?.root
+      : undefined;
     const now = this.deps.clock.now();
     const rows = sinks.flatMap((sink, index) =>
       writeBackRows(stored, {
         source: sinkKey(stored.policy, index),
-        storeId: feedbackStoreId(sink.spec.connector, trace.traceId),
+        storeId: feedbackStoreId(sink.spec.connector, trace.traceId, root),
         now,
       }),
     );

@@ -147,7 +147,6 @@ export class SourceManager {
             ...(deps.logger === undefined ? {} : { logger: deps.logger }),
             redactText: this.redact,
             pageSize: this.options.pageSize,
-            budgetMs: this.options.pullBudgetMs,
           });
     this.loop = new BackgroundLoop(
       () => this.tick(),
@@ -195,8 +194,10 @@ export class SourceManager {
     const source = parseSource(record.resource, this.deps.connectors);
     if (source.spec.schedule === undefined) return this.pull(record, state, lease);
     if (this.windows === undefined) return;
-    const renew = () => this.deps.store.leases.acquire(lease, this.holder, this.options.leaseMs);
-    await this.windows.step(record, source, state, renew, this.stop.signal);
+    // A window is fetched as a pull reads: a store's long searches get the longer budget.
+    const { budgetMs, leaseMs } = this.timing(record);
+    const renew = () => this.deps.store.leases.acquire(lease, this.holder, leaseMs);
+    await this.windows.step(record, source, state, { renew, stop: this.stop.signal, budgetMs });
   }
 
   /**

@@ -12,7 +12,7 @@ import { normalizeStoredTrace, PulledTraceWriter } from '../ingest/index.js';
 import { NetErrors } from '../net/index.js';
 import { compileRedaction } from '../redaction/index.js';
 import { FakeStore } from './fake-store.testkit.js';
-import { SourceManager } from './manager.js';
+import { SourceManager, type SourceManagerOptions } from './manager.js';
 import { WINDOW_LABELS } from './scheduler.js';
 import type { SourceStatus } from './service.js';
 
@@ -52,7 +52,7 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
   const others: App[] = [];
 
   /** A replica's manager over `on`'s database, pulling from the store double. */
-  function replica(on: App): SourceManager {
+  function replica(on: App, options: Partial<SourceManagerOptions> = {}): SourceManager {
     const pulled = new PulledTraceWriter({
       store: on.store,
       redactor: compileRedaction(config.traces.redaction),
@@ -65,7 +65,7 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
       connector: () => fake,
       write: (t, adjust) => pulled.write(t, adjust),
       snapshot: (t, adjust) => pulled.snapshot(t, adjust),
-      options: { pageSize: 50, maxRecordsPerSecond: 1_000_000 },
+      options: { pageSize: 50, maxRecordsPerSecond: 1_000_000, ...options },
       sleep: async () => undefined,
     });
     managers.push(manager);
@@ -183,6 +183,29 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     expect(await recordIds(second!.id)).toEqual([boundary.traceId]);
   });
 
+  it("applies the run spec's gates to a window's run: a failing gate fires run.gate_failed", async () => {
+    fake.add(1, at('10:10:00'), { fail: true });
+    fake.add(2, at('10:20:00'));
+    await app.webhooks.service.apply(OPEN_PRINCIPAL, {
+      name: 'gates',
+      url: 'https://hooks.example.com/gates',
+      events: ['WEBHOOK_EVENT_RUN_GATE_FAILED'],
+    });
+    await apply({ runSpec: { evaluators: [{ ref: 'tool-errors' }], gates: ['tool-errors <= 0'] } });
+    await tickAt(replica(app), '11:00:00');
+    const [run] = await runs();
+    await app.runExecutor.drain();
+    const done = await app.runs.get(OPEN_PRINCIPAL, undefined, run!.id);
+    expect(done).toMatchObject({
+      status: 'RUN_STATUS_FAILED',
+      gates: [expect.objectContaining({ value: 0.5, passed: false })],
+    });
+    const deliveries = await app.webhooks.service.deliveries(OPEN_PRINCIPAL, undefined, 'gates', {
+      pageSize: 10,
+    });
+    expect(deliveries.items.map((d) => d.runId)).toEqual([run!.id]);
+  });
+
   it('advances past empty windows without a run, and starts from the apply, not from history', async () => {
     fake.add(1, at('08:30:00'));
     await apply();
@@ -290,6 +313,25 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     expect(await status()).toMatchObject({ missedWindows: 1 });
   });
 
+  it("gives a store that runs long searches (Databricks) the pull's longer budget for a window", async () => {
+    fake.add(1, at('10:30:00'));
+    // Budgets scaled down: a listing of 1 s outlasts the pull budget, not the long-search one.
+    const budgets = { pullBudgetMs: 250, longSearchBudgetMs: 30_000 };
+    fake.listDelayMs = 1_000;
+    await apply();
+    await tickAt(replica(app, budgets), '11:00:00');
+    expect(await runs()).toEqual([]);
+    expect((await status()).lastError).toContain('did not finish within 0.25 s');
+
+    await app.sources.delete(OPEN_PRINCIPAL, undefined, 'hourly');
+    clock.set(T0);
+    await apply({ variant: 'databricks', locations: ['1234'] });
+    await tickAt(replica(app, budgets), '11:00:00');
+    const [run] = await runs();
+    expect(run?.labels[WINDOW_LABELS.end]).toBe('2026-11-22T11:00:00.000Z');
+    expect((await status()).lastError).toBeUndefined();
+  });
+
   it('keeps the cursor when applied again, and never evaluates a window twice', async () => {
     fake.add(1, at('10:30:00'));
     fake.add(2, at('11:30:00'));
@@ -307,9 +349,32 @@ describe.each(storeVariants())('scheduled sources on $name', (variant) => {
     await app.store.sources.saveState({ ...state, schedule: { ...cursor!, cursor: T0 } });
     await tickAt(replica(app), '11:05:00');
     expect(await runs()).toHaveLength(1);
+    // Its records are counted once.
+    expect(await status()).toMatchObject({ pulled: 1 });
     expect((await app.store.sources.getState('default', 'hourly'))?.schedule?.cursor).toBe(
       at('11:00:00'),
     );
+  });
+
+  it('two holders committing the same window at once: one run, the cursor moved, no error', async () => {
+    fake.add(1, at('10:30:00'));
+    await apply();
+    // Both fetches wait at the gate, then both commit the window together.
+    let open: () => void = () => undefined;
+    fake.fetchGate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const manager = replica(app);
+    clock.set(at('11:00:00'));
+    const ticks = Promise.all([manager.tick(), manager.tick()]);
+    while (fake.gated < 2) await new Promise((r) => setTimeout(r, 5));
+    open();
+    await ticks;
+    expect(await runs()).toHaveLength(1);
+    expect(await status()).toMatchObject({
+      pulled: 1,
+      lastScheduledAt: '2026-11-22T11:00:00.000Z',
+    });
   });
 
   it('honours maxRecords and records the truncation on the run', async () => {

@@ -2,6 +2,7 @@ import {
   type BackoffPolicy,
   backoffMs,
   type Clock,
+  CoreErrors,
   type EvalRecord,
   isTouchstoneError,
   type NormalizedTrace,
@@ -61,6 +62,13 @@ export interface WindowSchedulerDeps {
   logger?: { warn(obj: object, msg: string): void };
   redactText: RedactText;
   pageSize: number;
+}
+
+/** How one step runs: under a lease `renew` keeps, stopped by `stop`, within `budgetMs`. */
+export interface WindowStepControl {
+  renew: () => Promise<boolean>;
+  stop: AbortSignal;
+  /** The fetch's time budget: a pull's (90 s), longer for a store that runs long searches. */
   budgetMs: number;
 }
 
@@ -82,16 +90,16 @@ export class WindowScheduler {
   constructor(private readonly deps: WindowSchedulerDeps) {}
 
   /**
-   * Handles the window due now, if any, for a source whose lease `renew` keeps: counts missed
-   * windows, waits for the previous run, fetches, and creates the run with the moved cursor.
+   * Handles the window due now, if any, for a source whose lease `control.renew` keeps: counts
+   * missed windows, waits for the previous run, fetches, and creates the run with the moved cursor.
    */
   async step(
     record: SourceRecord,
     source: ParsedSource,
     initial: SourceState,
-    renew: () => Promise<boolean>,
-    stop: AbortSignal,
+    control: WindowStepControl,
   ): Promise<void> {
+    const { renew, stop, budgetMs } = control;
     const { clock, store } = this.deps;
     const { schedule, poll } = source.spec;
     if (schedule === undefined) return;
@@ -113,13 +121,13 @@ export class WindowScheduler {
       await store.sources.saveState({ ...state, nextPullAt: retryAt });
       return;
     }
-    const budget = AbortSignal.any([stop, AbortSignal.timeout(this.deps.budgetMs)]);
+    const budget = AbortSignal.any([stop, AbortSignal.timeout(budgetMs)]);
     let fetched: WindowFetch | undefined;
     try {
       fetched = await this.fetchWindow(record.project, source, due, renew, budget);
     } catch (err) {
       if (stop.aborted) return;
-      state = this.failed(state, err, budget.aborted, now);
+      state = this.failed(state, err, budget.aborted ? budgetMs : undefined, now);
       await store.sources.saveState({
         ...state,
         nextPullAt: Math.min(state.nextPullAt, deadline + 1),
@@ -173,29 +181,45 @@ export class WindowScheduler {
       return;
     }
     const id = windowRunId(record.project, record.name, record.createdAt, due);
-    await store.withTransaction(async (tx) => {
-      if ((await tx.runs.get(id, { spec: false })) === undefined) {
-        await tx.runs.create({
-          id,
-          project: record.project,
-          name: windowRunName(record.name, due),
-          labels: {
-            [WINDOW_LABELS.source]: record.name,
-            [WINDOW_LABELS.start]: iso(due.startMs),
-            [WINDOW_LABELS.end]: iso(due.endMs),
-            ...(fetched.truncated === undefined
-              ? {}
-              : { [WINDOW_LABELS.truncated]: fetched.truncated }),
-          },
-          keep: false,
-          spec: { ...source.spec.runSpec, dataset: { records: fetched.records } },
-          createdBy: `source:${record.name}`,
-          createdAt: now,
-        });
-      }
-      await tx.sources.saveState({ ...next, schedule: { ...moved, lastRunId: id } });
-      await tx.sources.count(record.project, record.name, 'pulled', fetched.records.length, now);
-    });
+    const commit = () =>
+      store.withTransaction(async (tx) => {
+        // Already there when another holder of the source (a restart, a lapsed lease) evaluated it.
+        if ((await tx.runs.get(id, { spec: false })) === undefined) {
+          await tx.runs.create({
+            id,
+            project: record.project,
+            name: windowRunName(record.name, due),
+            labels: {
+              [WINDOW_LABELS.source]: record.name,
+              [WINDOW_LABELS.start]: iso(due.startMs),
+              [WINDOW_LABELS.end]: iso(due.endMs),
+              ...(fetched.truncated === undefined
+                ? {}
+                : { [WINDOW_LABELS.truncated]: fetched.truncated }),
+            },
+            keep: false,
+            spec: { ...source.spec.runSpec, dataset: { records: fetched.records } },
+            createdBy: `source:${record.name}`,
+            createdAt: now,
+          });
+          await tx.sources.count(
+            record.project,
+            record.name,
+            'pulled',
+            fetched.records.length,
+            now,
+          );
+        }
+        await tx.sources.saveState({ ...next, schedule: { ...moved, lastRunId: id } });
+      });
+    try {
+      await commit();
+    } catch (err) {
+      // Inserted meanwhile by another holder (PostgreSQL does not wait on the id it checked):
+      // the window is evaluated; the cursor moves past it.
+      if (!isTouchstoneError(err) || err.code !== CoreErrors.ALREADY_EXISTS.code) throw err;
+      await commit();
+    }
     this.deps.onRunCreated?.();
   }
 
@@ -292,7 +316,14 @@ export class WindowScheduler {
     }
   }
 
-  private failed(state: SourceState, err: unknown, timedOut: boolean, now: number): SourceState {
+  /** The state after a failed fetch; `timedOutAfterMs` when it ran out of that budget. */
+  private failed(
+    state: SourceState,
+    err: unknown,
+    timedOutAfterMs: number | undefined,
+    now: number,
+  ): SourceState {
+    const timedOut = timedOutAfterMs !== undefined;
     const failures = timedOut ? state.failures : state.failures + 1;
     const retryAfter =
       isTouchstoneError(err) && err.retryAfterSeconds !== undefined
@@ -308,7 +339,7 @@ export class WindowScheduler {
       ...state,
       phase: 'error',
       lastError: timedOut
-        ? `the window fetch did not finish within ${this.deps.budgetMs / 1000} s; it is fetched again until its starting deadline`
+        ? `the window fetch did not finish within ${timedOutAfterMs / 1000} s; it is fetched again until its starting deadline`
         : failureText(err, 'pull', this.deps.redactText),
       lastPullAt: now,
       failures,

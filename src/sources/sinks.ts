@@ -1,3 +1,4 @@
+import type { Attributes, AttributeValue, TraceRoot } from '../core/index.js';
 import type { PolicySink } from '../policies/index.js';
 import type { ConnectorRegistry } from './connectors/index.js';
 import { API_VERSION, KIND, type ParsedSource, parseSource } from './resource.js';
@@ -45,10 +46,34 @@ export function sinkSource(
   );
 }
 
+/** The attribute MLflow's own instrumentation puts on its spans: the trace's id in MLflow. */
+export const MLFLOW_TRACE_ID_ATTRIBUTE = 'mlflow.traceRequestId';
+
 /**
- * The id a pushed trace has in a store it was exported to: MLflow names an OpenTelemetry trace
- * `tr-<trace id>`; Phoenix and Langfuse keep the OpenTelemetry trace id.
+ * MLflow trace ids: `tr-<32 hex>` (open source), `trace:/<catalog.schema>/<32 hex>` (Unity
+ * Catalog), or the bare 32 hex of MLflow 2.x. Anything else is not taken as an id.
  */
-export function feedbackStoreId(connector: string, traceId: string): string {
-  return connector === 'mlflow' ? `tr-${traceId}` : traceId;
+const MLFLOW_TRACE_ID = /^(?:tr-[0-9a-f]{32}|trace:\/[^/\s]{1,255}\/[0-9a-f]{32}|[0-9a-f]{32})$/i;
+
+/**
+ * The id a pushed trace has in a store it was exported to. MLflow: the trace's
+ * `mlflow.traceRequestId` (an attribute of its root span, or of the root's resource; MLflow
+ * JSON-quotes the values it writes), else `tr-<trace id>`, its id of a trace received over OTLP.
+ * Phoenix and Langfuse keep the OpenTelemetry trace id.
+ */
+export function feedbackStoreId(connector: string, traceId: string, root?: TraceRoot): string {
+  if (connector !== 'mlflow') return traceId;
+  return mlflowTraceId(root?.attributes) ?? mlflowTraceId(root?.resource) ?? `tr-${traceId}`;
+}
+
+function mlflowTraceId(attributes: Attributes | undefined): string | undefined {
+  let value = attributes?.[MLFLOW_TRACE_ID_ATTRIBUTE];
+  if (typeof value === 'string' && value.startsWith('"')) {
+    try {
+      value = JSON.parse(value) as unknown as AttributeValue;
+    } catch {
+      return undefined;
+    }
+  }
+  return typeof value === 'string' && MLFLOW_TRACE_ID.test(value) ? value : undefined;
 }

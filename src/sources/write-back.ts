@@ -185,6 +185,8 @@ export interface WriteBackObserver {
   ): void;
   /** The store refused a write-back for good: it moved to the source's dead letters. */
   onDeadLettered(project: string, source: string): void;
+  /** A sink's score was not written: the store never got the trace (not a refusal). */
+  onWriteSkipped(project: string, source: string, reason: 'trace_not_in_store'): void;
 }
 
 export interface WriteBackWriterDeps {
@@ -208,11 +210,28 @@ export interface WriteBackWriterDeps {
 
 /** Transient failures: 5 s, then up to 10 s, 20 s, … and at most an hour, drawn uniformly. */
 export const WRITE_BACK_BACKOFF: BackoffPolicy = { baseMs: 5_000, maxMs: 60 * 60_000 };
+
+/**
+ * How long a sink waits for a pushed trace to reach its store: an agent's exporters send to
+ * Touchstone and to the store independently, and a store may take the trace after Touchstone
+ * scored it (batching exporters, a collector's retries, asynchronous logging). Phoenix keeps
+ * queued annotations of unknown traces about as long.
+ */
+export const SINK_TRACE_WAIT_MS = 10 * 60_000;
+
+/** Looks for the trace again after about 15 s, 30 s, 1 min, then every 2 min or so. */
+const SINK_TRACE_BACKOFF: BackoffPolicy = { baseMs: 15_000, maxMs: 2 * 60_000, jitter: 'equal' };
 export const DEAD_LETTERS_KEPT = 1000;
 
 function valueDigest(score: Score): string {
   const { name: _n, ...value } = score;
   return createHash('sha256').update(JSON.stringify(value)).digest('base64url');
+}
+
+/** What a log line says of a write-back: where it goes, never the score. */
+function logged(row: WriteBack) {
+  const { project, source, traceId, policy, metric } = row;
+  return { project, source, traceId, policy, metric };
 }
 
 /** Sends queued write-backs, one batch per source, from every replica (claims are exclusive). */
@@ -343,7 +362,9 @@ export class WriteBackWriter {
       };
       const now = clock.now();
       if (outcome.status === 'failed') {
-        if (outcome.retryable) {
+        if (outcome.traceMissing === true && parseSinkKey(p.row.source) !== undefined) {
+          await this.awaitTrace(p.row, now);
+        } else if (outcome.retryable) {
           const wait = backoffMs(p.row.attempts, WRITE_BACK_BACKOFF, outcome.retryAfterSeconds);
           await store.sources.retryWriteBack(p.row.id, p.row.claim, now + wait);
           observer?.onWritten(p.row.project, p.row.source, 'failed');
@@ -372,6 +393,26 @@ export class WriteBackWriter {
     return settled;
   }
 
+  /**
+   * A sink's pushed trace its store does not hold: looked for again until SINK_TRACE_WAIT_MS
+   * after it was scored, then skipped (counted and logged; neither retried nor a dead letter).
+   */
+  private async awaitTrace(row: WriteBack, now: number): Promise<void> {
+    const { store, observer } = this.deps;
+    const giveUpAt = row.createdAt + SINK_TRACE_WAIT_MS;
+    if (now < giveUpAt) {
+      const wait = backoffMs(row.attempts, SINK_TRACE_BACKOFF);
+      await store.sources.retryWriteBack(row.id, row.claim, Math.min(now + wait, giveUpAt));
+      return;
+    }
+    if (!(await store.sources.finishWriteBack(row.id, row.claim))) return;
+    observer?.onWriteSkipped(row.project, row.source, 'trace_not_in_store');
+    this.deps.logger?.warn(
+      { ...logged(row), reason: 'trace_not_in_store' },
+      `sink write-back skipped: the store did not receive the trace within ${SINK_TRACE_WAIT_MS / 60_000} min of scoring`,
+    );
+  }
+
   private async deadLetter(
     row: WriteBack,
     outcome: Extract<WriteBackOutcome, { status: 'failed' }>,
@@ -389,15 +430,7 @@ export class WriteBackWriter {
     if (!moved) return;
     this.deps.observer?.onDeadLettered(row.project, row.source);
     this.deps.logger?.warn(
-      {
-        project: row.project,
-        source: row.source,
-        traceId: row.traceId,
-        policy: row.policy,
-        metric: row.metric,
-        code,
-        error: message,
-      },
+      { ...logged(row), code, error: message },
       'write-back refused by the store; dead-lettered (not retried)',
     );
   }

@@ -94,6 +94,11 @@ export class Metrics
     'Write-backs to a source store by outcome: created, updated, unchanged (skipped) or failed (retried).',
     ['project', 'source', 'outcome'],
   );
+  private readonly sourceScoresSkipped = this.counter(
+    'touchstone_source_scores_skipped_total',
+    "Scores a sink did not write because its store never received the pushed trace (reason trace_not_in_store, after the sink's wait).",
+    ['project', 'source', 'reason'],
+  );
   private readonly sourceDeadLetters = this.counter(
     'touchstone_source_write_back_dead_letters_total',
     'Write-backs a source store refused for good (401, 403, the trace gone, a refused value): not retried, kept in the source status.',
@@ -256,6 +261,10 @@ export class Metrics
 
   onDeadLettered(project: string, source: string): void {
     this.sourceDeadLetters.inc({ project, source });
+  }
+
+  onWriteSkipped(project: string, source: string, reason: 'trace_not_in_store'): void {
+    this.sourceScoresSkipped.inc({ project, source, reason });
   }
 
   onSelected(project: string, policy: string): void {

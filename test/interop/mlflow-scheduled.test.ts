@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callJson, eventually } from '../support/process.js';
+import { callJson } from '../support/process.js';
 import {
   MLFLOW_PYTHON,
   MLFLOW_SKIP_REASON,
@@ -7,7 +7,7 @@ import {
   makeTraces,
   startMlflowServer,
 } from './mlflow/mlflow-server.js';
-import { startTouchstone, type Touchstone } from './touchstone-server.js';
+import { startTouchstone, type Touchstone, windowRunWith } from './touchstone-server.js';
 
 /**
  * A scheduled source against a real MLflow 3.x server: `touchstone serve` evaluates the traces
@@ -18,14 +18,6 @@ import { startTouchstone, type Touchstone } from './touchstone-server.js';
 
 const live = MLFLOW_PYTHON !== undefined;
 const EXPERIMENT = 'touchstone-scheduled';
-
-interface RunView {
-  id: string;
-  status: string;
-  labels: Record<string, string>;
-  summaries?: { metric: string }[];
-  spec: { dataset: { records: { id: string; trajectory?: unknown[] }[] } };
-}
 
 describe('scheduled source against a live MLflow server', () => {
   let mlflow: MlflowServer | undefined;
@@ -73,17 +65,7 @@ describe('scheduled source against a live MLflow server', () => {
         },
       });
       const wanted = [traces.agent, ...traces.questions].map((id) => id.replace(/^tr-/, ''));
-      const run = await eventually(async () => {
-        const list = (await callJson(base, 'GET', '/v1alpha1/runs')).runs as { id: string }[];
-        for (const { id } of list) {
-          const view = (await callJson(base, 'GET', `/v1alpha1/runs/${id}`)) as RunView;
-          const ids = view.spec.dataset.records.map((r) => r.id);
-          if (view.status === 'RUN_STATUS_SUCCEEDED' && wanted.every((w) => ids.includes(w))) {
-            return view;
-          }
-        }
-        return undefined;
-      }, 150_000);
+      const run = await windowRunWith(base, wanted);
       expect(run.labels['touchstone.dev/source']).toBe('mlflow-windows');
       const agent = run.spec.dataset.records.find((r) => r.id === wanted[0]);
       expect(agent?.trajectory?.length).toBeGreaterThan(0);

@@ -7,7 +7,12 @@ import {
   type MlflowServer,
   startMlflowServer,
 } from './mlflow/mlflow-server.js';
-import { exportToBoth, startTouchstone, type Touchstone } from './touchstone-server.js';
+import {
+  exportToBoth,
+  scoredBeforeTheStoreHasIt,
+  startTouchstone,
+  type Touchstone,
+} from './touchstone-server.js';
 
 /**
  * The `trace_feedback` sink against a real MLflow 3.x server: one agent trace exported over OTLP
@@ -23,6 +28,7 @@ const POLICY = 'agent-health';
 describe('trace_feedback sink against a live MLflow server', () => {
   let mlflow: MlflowServer | undefined;
   let touchstone: Touchstone | undefined;
+  let experimentId = '';
 
   beforeAll(async () => {
     if (!live) return;
@@ -52,6 +58,7 @@ describe('trace_feedback sink against a live MLflow server', () => {
       const created = await callJson(server.base, 'POST', '/api/2.0/mlflow/experiments/create', {
         name: EXPERIMENT,
       });
+      experimentId = String(created.experiment_id);
       await callJson(base, 'POST', '/v1alpha1/policies', {
         apiVersion: 'touchstone.dev/v1alpha1',
         kind: 'OnlineEvalPolicy',
@@ -71,7 +78,7 @@ describe('trace_feedback sink against a live MLflow server', () => {
       const traceId = await exportToBoth(
         {
           url: `${server.base}/v1/traces`,
-          headers: { 'x-mlflow-experiment-id': String(created.experiment_id) },
+          headers: { 'x-mlflow-experiment-id': experimentId },
         },
         base,
       );
@@ -88,6 +95,23 @@ describe('trace_feedback sink against a live MLflow server', () => {
           valid: true,
         }),
       ]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!live)(
+    'writes the scores of a trace MLflow receives only after Touchstone scored it',
+    async () => {
+      const server = mlflow as MlflowServer;
+      const base = (touchstone as Touchstone).base;
+      // The policy of the test above, with its sink, is still applied.
+      const trace = await scoredBeforeTheStoreHasIt(base);
+      await trace.sendTo(`${server.base}/v1/traces`, { 'x-mlflow-experiment-id': experimentId });
+      const assessments = await eventually(async () => {
+        const found = await assessmentsViaPython(server, `tr-${trace.traceId}`).catch(() => []);
+        return found.length > 0 ? found : undefined;
+      }, 120_000);
+      expect(assessments.map((a) => a.name)).toEqual(['tool-errors']);
     },
     180_000,
   );

@@ -7,7 +7,12 @@ import {
   startPhoenixServer,
   traceAnnotations,
 } from './phoenix/phoenix-server.js';
-import { exportToBoth, startTouchstone, type Touchstone } from './touchstone-server.js';
+import {
+  exportToBoth,
+  scoredBeforeTheStoreHasIt,
+  startTouchstone,
+  type Touchstone,
+} from './touchstone-server.js';
 
 /**
  * The `trace_feedback` sink against a real Phoenix server: one agent trace exported over OTLP to
@@ -81,6 +86,25 @@ describe('trace_feedback sink against a live Phoenix server', () => {
           result: expect.objectContaining({ score: 1 }),
         }),
       ]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!live)(
+    'writes the scores of a trace Phoenix receives only after Touchstone scored it',
+    async () => {
+      const server = phoenix as PhoenixServer;
+      const base = (touchstone as Touchstone).base;
+      // The policy of the test above, with its sink, is still applied.
+      const trace = await scoredBeforeTheStoreHasIt(base, {
+        'openinference.project.name': PROJECT,
+      });
+      await trace.sendTo(`${server.base}/v1/traces`, { authorization: `Bearer ${server.apiKey}` });
+      const annotations = await eventually(async () => {
+        const found = await traceAnnotations(server, PROJECT, trace.traceId).catch(() => []);
+        return found.length > 0 ? found : undefined;
+      }, 120_000);
+      expect(annotations.map((a) => a.name)).toEqual(['tool-errors']);
     },
     180_000,
   );

@@ -196,6 +196,13 @@ export class LangfuseFake {
   readonly violations: string[] = [];
   /** The epoch ms of "now" for score times and visibility (tests may move it). */
   now: () => number = () => Date.now();
+  /**
+   * While true, every `GET /api/public/v2/observations` is held unanswered (a store slow to
+   * answer a listing) until `releaseListings()`; `heldListings` counts the requests held so far.
+   */
+  holdListings = false;
+  heldListings = 0;
+  private held: (() => void)[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -238,6 +245,12 @@ export class LangfuseFake {
     return [...this.scores.values()].filter((s) => s.visibleAt <= now);
   }
 
+  /** Answers the held listings (to clients still there) and stops holding new ones. */
+  releaseListings(): void {
+    this.holdListings = false;
+    for (const answer of this.held.splice(0)) answer();
+  }
+
   requestsTo(path: string): SeenRequest[] {
     return this.requests.filter((r) => r.path === path);
   }
@@ -253,35 +266,44 @@ export class LangfuseFake {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const url = new URL(req.url ?? '/', this.url);
-      const method = req.method ?? 'GET';
-      const text = Buffer.concat(chunks).toString('utf8');
-      const seen: SeenRequest = {
-        method,
-        path: url.pathname,
-        query: url.searchParams,
-        authorized: this.authorized(req.headers.authorization),
-      };
-      this.requests.push(seen);
-      try {
-        if (text !== '') {
-          try {
-            seen.body = JSON.parse(text);
-          } catch {
-            this.refuse(`${method} ${url.pathname}: the body is not JSON`);
-          }
-        }
-        const out = this.route(method, url.pathname, url.searchParams, seen);
-        this.send(res, 200, out, method, specPath(url.pathname));
-      } catch (err) {
-        if (err instanceof HttpError) {
-          this.send(res, err.status, err.body, method, url.pathname, err.headers);
-          return;
-        }
-        this.violations.push(`fake error: ${err instanceof Error ? err.message : String(err)}`);
-        this.send(res, 500, { message: 'Internal Server Error', error: 'fake error' });
+      if (this.holdListings && (req.url ?? '').startsWith('/api/public/v2/observations')) {
+        this.heldListings++;
+        this.held.push(() => this.answer(req, res, chunks));
+        return;
       }
+      this.answer(req, res, chunks);
     });
+  }
+
+  private answer(req: IncomingMessage, res: ServerResponse, chunks: Buffer[]): void {
+    const url = new URL(req.url ?? '/', this.url);
+    const method = req.method ?? 'GET';
+    const text = Buffer.concat(chunks).toString('utf8');
+    const seen: SeenRequest = {
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      authorized: this.authorized(req.headers.authorization),
+    };
+    this.requests.push(seen);
+    try {
+      if (text !== '') {
+        try {
+          seen.body = JSON.parse(text);
+        } catch {
+          this.refuse(`${method} ${url.pathname}: the body is not JSON`);
+        }
+      }
+      const out = this.route(method, url.pathname, url.searchParams, seen);
+      this.send(res, 200, out, method, specPath(url.pathname));
+    } catch (err) {
+      if (err instanceof HttpError) {
+        this.send(res, err.status, err.body, method, url.pathname, err.headers);
+        return;
+      }
+      this.violations.push(`fake error: ${err instanceof Error ? err.message : String(err)}`);
+      this.send(res, 500, { message: 'Internal Server Error', error: 'fake error' });
+    }
   }
 
   private send(

@@ -1,8 +1,8 @@
-import { isTouchstoneError, type Score } from '../../../core/index.js';
+import { isTouchstoneError, type Score, type TouchstoneError } from '../../../core/index.js';
 import type { WriteBackItem, WriteBackOutcome } from '../../connector.js';
 import { isRecord } from '../json-rest.js';
 import { MlflowErrors } from './error-codes.js';
-import type { MlflowCall, MlflowRest } from './rest.js';
+import type { MlflowAnswer, MlflowCall, MlflowRest } from './rest.js';
 
 /**
  * Write-back as MLflow feedback assessments: one per (trace, policy, metric), named after the
@@ -120,6 +120,25 @@ function assessmentIdOf(
   throw rest.failure({ status: 200, mediaType: 'application/json', json: body }, what);
 }
 
+/**
+ * MLflow's own 404 on a trace route, whose error body says the resource does not exist: the
+ * store does not hold the trace. A route the server lacks answers 404 without that code (an HTML
+ * page, or Databricks' `ENDPOINT_NOT_FOUND`).
+ */
+function traceUnknown(answer: MlflowAnswer): boolean {
+  return (
+    answer.status === 404 &&
+    (answer.errorCode === 'RESOURCE_DOES_NOT_EXIST' || answer.errorCode === 'NOT_FOUND')
+  );
+}
+
+/** The item's trace is not in MLflow: `error` says so as the refusal it is. */
+class TraceMissing extends Error {
+  constructor(readonly error: TouchstoneError) {
+    super(error.message);
+  }
+}
+
 export async function writeAssessments(
   rest: MlflowRest,
   items: readonly WriteBackItem[],
@@ -129,16 +148,21 @@ export async function writeAssessments(
   // The assessments on each trace, read at most once per call (several metrics share a trace).
   const existing = new Map<string, Promise<RemoteAssessment[]>>();
 
+  /** The trace's assessments; throws a TraceMissing when MLflow does not hold the trace. */
   async function onTrace(storeId: string): Promise<RemoteAssessment[]> {
     let found = existing.get(storeId);
     if (found === undefined) {
+      const what = 'traces/get-info';
       found = rest
-        .expectOk({
-          ...routes.info(storeId),
-          what: 'traces/get-info',
-          ...(signal === undefined ? {} : { signal }),
-        })
-        .then((body) => remoteAssessments(isRecord(body.trace) ? body.trace.trace_info : body));
+        .send({ ...routes.info(storeId), what, ...(signal === undefined ? {} : { signal }) })
+        .then((answer) => {
+          if (traceUnknown(answer)) throw new TraceMissing(rest.failure(answer, what));
+          if (answer.status < 200 || answer.status >= 300 || !isRecord(answer.json)) {
+            throw rest.failure(answer, what);
+          }
+          const body = answer.json;
+          return remoteAssessments(isRecord(body.trace) ? body.trace.trace_info : body);
+        });
       existing.set(storeId, found);
       // A failed read is not cached: the next item retries it.
       found.catch(() => existing.delete(storeId));
@@ -176,7 +200,8 @@ export async function writeAssessments(
       const id = await update(item, a.id);
       if (id !== undefined) return { status: 'updated', remoteId: id };
     }
-    const created = await rest.expectOk({
+    const what = 'assessments/create';
+    const answer = await rest.send({
       ...routes.create(item.storeId, {
         assessment_name: item.metric,
         trace_id: item.storeId,
@@ -184,10 +209,15 @@ export async function writeAssessments(
         feedback: { value: feedbackValue(item.score) },
         ...(item.score.explanation === undefined ? {} : { rationale: item.score.explanation }),
       }),
-      what: 'assessments/create',
+      what,
       ...(signal === undefined ? {} : { signal }),
     });
-    const id = assessmentIdOf(created, 'assessments/create', rest, routes);
+    // Deleted between the read and the write.
+    if (traceUnknown(answer)) throw new TraceMissing(rest.failure(answer, what));
+    if (answer.status < 200 || answer.status >= 300 || !isRecord(answer.json)) {
+      throw rest.failure(answer, what);
+    }
+    const id = assessmentIdOf(answer.json, what, rest, routes);
     (await onTrace(item.storeId)).push({
       id,
       name: item.metric,
@@ -206,14 +236,16 @@ export async function writeAssessments(
       outcomes.push(await writeOne(item));
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
-      if (!isTouchstoneError(err)) throw err;
+      const cause = err instanceof TraceMissing ? err.error : err;
+      if (!isTouchstoneError(cause)) throw err;
       const failed: WriteBackOutcome = {
         status: 'failed',
-        error: err.message,
-        retryable: err.retryable,
-        code: err.code,
+        error: cause.message,
+        retryable: cause.retryable,
+        code: cause.code,
+        ...(err instanceof TraceMissing ? { traceMissing: true } : {}),
       };
-      if (err.retryAfterSeconds !== undefined) failed.retryAfterSeconds = err.retryAfterSeconds;
+      if (cause.retryAfterSeconds !== undefined) failed.retryAfterSeconds = cause.retryAfterSeconds;
       outcomes.push(failed);
     }
   }

@@ -471,13 +471,48 @@ describe('write-back outcomes the writer acts on', () => {
   it.each([
     [401, 'UNAUTHENTICATED', 'MLFLOW_ACCESS_DENIED', false],
     [403, 'PERMISSION_DENIED', 'MLFLOW_ACCESS_DENIED', false],
-    [404, 'RESOURCE_DOES_NOT_EXIST', 'MLFLOW_REQUEST_REFUSED', false],
+    // MLflow's own 404 on the trace: it does not hold it.
+    [404, 'RESOURCE_DOES_NOT_EXIST', 'MLFLOW_REQUEST_REFUSED', false, true],
     [422, 'INVALID_PARAMETER_VALUE', 'MLFLOW_REQUEST_REFUSED', false],
     [429, 'REQUEST_LIMIT_EXCEEDED', 'MLFLOW_RATE_LIMITED', true],
     [503, 'TEMPORARILY_UNAVAILABLE', 'MLFLOW_UNAVAILABLE', true],
-  ])('%i %s is %s, retryable %s', async (status, errorCode, code, retryable) => {
+  ])('%i %s is %s, retryable %s', async (status, errorCode, code, retryable, missing?) => {
     handler = (_req, res) => json(res, status, { error_code: errorCode, message: 'no' });
     const out = await connector().writeBack([item]);
-    expect(out).toEqual([{ status: 'failed', retryable, code, error: expect.any(String) }]);
+    expect(out).toEqual([
+      {
+        status: 'failed',
+        retryable,
+        code,
+        error: expect.any(String),
+        ...(missing === true ? { traceMissing: true } : {}),
+      },
+    ]);
+  });
+
+  it.each([
+    [
+      'an HTML page',
+      (res: ServerResponse) => {
+        res.writeHead(404, { 'content-type': 'text/html' });
+        res.end('<html>not found</html>');
+      },
+    ],
+    [
+      'ENDPOINT_NOT_FOUND',
+      (res: ServerResponse) =>
+        json(res, 404, { error_code: 'ENDPOINT_NOT_FOUND', message: 'No API found' }),
+    ],
+  ])('a 404 of a route the server lacks (%s) is no missing trace', async (_what, answer) => {
+    handler = (_req, res) => answer(res);
+    const out = await connector().writeBack([item]);
+    expect(out).toEqual([
+      {
+        status: 'failed',
+        retryable: false,
+        code: 'MLFLOW_REQUEST_REFUSED',
+        error: expect.any(String),
+      },
+    ]);
   });
 });

@@ -381,7 +381,7 @@ describe(`MLflow connector, answers recorded from MLflow ${cassette.mlflowVersio
       expect(http.seen.map((s) => s.split(' ')[0])).toEqual(['GET', 'PATCH']);
     });
 
-    it('a trace gone from MLflow fails the item without retry, the others still run', async () => {
+    it('a trace MLflow does not hold fails the item without retry, the trace missing', async () => {
       const { connector } = connectorFor(['write-missing-trace']);
       const out = await connector.writeBack([
         {
@@ -396,6 +396,7 @@ describe(`MLflow connector, answers recorded from MLflow ${cassette.mlflowVersio
           retryable: false,
           code: 'MLFLOW_REQUEST_REFUSED',
           error: expect.stringContaining('404 RESOURCE_DOES_NOT_EXIST'),
+          traceMissing: true,
         },
       ]);
     });

@@ -99,13 +99,14 @@ function prepare(item: WriteBackItem, index: number): Prepared {
   return { index, item, target: spanId === undefined ? 'trace' : 'span', row };
 }
 
-function failed(err: unknown): WriteBackOutcome {
+function failed(err: unknown, traceMissing = false): WriteBackOutcome {
   if (!isTouchstoneError(err)) throw err;
   const out: WriteBackOutcome = {
     status: 'failed',
     error: err.message,
     retryable: err.retryable,
     code: err.code,
+    ...(traceMissing ? { traceMissing } : {}),
   };
   if (err.retryAfterSeconds !== undefined) out.retryAfterSeconds = err.retryAfterSeconds;
   return out;
@@ -260,13 +261,14 @@ export async function writeAnnotations(
       }
       return;
     }
-    const err =
-      answer.status === 404
-        ? PhoenixErrors.PHOENIX_REQUEST_REFUSED(
-            `Phoenix at ${rest.host} (${what}) answered 404: the ${target} is not in Phoenix (deleted since it was read?)`,
-          )
-        : rest.failure(answer, what);
-    const outcome = failed(err);
+    // Phoenix answers an unknown trace or span with a text 404 (a route it lacks, with JSON).
+    const missing = answer.status === 404 && answer.mediaType === 'text/plain';
+    const err = missing
+      ? PhoenixErrors.PHOENIX_REQUEST_REFUSED(
+          `Phoenix at ${rest.host} (${what}) answered 404: the ${target} is not in Phoenix (not yet received, or deleted)`,
+        )
+      : rest.failure(answer, what);
+    const outcome = failed(err, missing);
     for (const p of batch) outcomes[p.index] = outcome;
   }
 

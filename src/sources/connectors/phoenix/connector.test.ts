@@ -428,7 +428,7 @@ describe(`Phoenix connector, answers recorded from Phoenix ${cassette.phoenixVer
       });
     });
 
-    it('a trace Phoenix does not have fails alone (not retryable); the rest of the batch is written', async () => {
+    it('a trace Phoenix does not have fails alone (not retryable, the trace missing); the rest of the batch is written', async () => {
       const { connector, http } = connectorFor(['write-missing-trace']);
       const out = await connector.writeBack([
         { ...item, storeId: UNKNOWN, traceId: UNKNOWN },
@@ -440,6 +440,7 @@ describe(`Phoenix connector, answers recorded from Phoenix ${cassette.phoenixVer
           retryable: false,
           code: 'PHOENIX_REQUEST_REFUSED',
           error: expect.stringContaining('answered 404: the trace is not in Phoenix'),
+          traceMissing: true,
         },
         { status: 'created', remoteId: expect.any(String) },
       ]);
