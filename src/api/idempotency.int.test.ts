@@ -79,6 +79,8 @@ const REQUIRED: Record<string, [Method, string]> = {
   'webhooks.delete': ['DELETE', '/v1alpha1/webhooks/{}'],
   'sources.apply': ['POST', '/v1alpha1/sources'],
   'policies.apply': ['POST', '/v1alpha1/policies'],
+  // Guard policies are applied like online policies (docs/guardrails.md).
+  'guardpolicies.apply': ['POST', '/v1alpha1/guardpolicies'],
   'keys.create': ['POST', '/v1alpha1/keys'],
   'traces.annotate': ['POST', '/v1alpha1/traces/{}/annotations'],
 };
@@ -366,7 +368,7 @@ describe('the marked routes of the app', () => {
   });
   afterAll(async () => t.close());
 
-  it('mark exactly the spec’s retryable writes (runs, datasets, evaluate, webhooks, sources, policies, keys, annotations)', () => {
+  it('mark exactly the spec’s retryable writes (runs, datasets, evaluate, webhooks, sources, policies, guard policies, keys, annotations)', () => {
     const marked = new Map<string, [string, string]>();
     for (const r of idempotentRoutes(t.app.server)) {
       expect(marked.has(r.operation), `${r.operation} marked twice`).toBe(false);
