@@ -4,17 +4,10 @@ import {
   type AdversarialServer,
   describeHealth,
   HEALTHZ_P99_BUDGET_MS,
+  postUnread,
   probeWhile,
   startAdversarialServer,
 } from './responsiveness.js';
-
-/**
- * The two heavy inputs (ten megabytes sent from this process, and 120k characters of dense PII
- * scanned by four detectors) are held to a looser bound than the harness's 100 ms: on the shared
- * 2-core machine their /healthz p99 measured 45–86 ms when it was quiet and 120–190 ms under a
- * load average of 10, where the cheap refusals stayed within budget.
- */
-const HEAVY_P99_BOUND_MS = 300;
 
 /**
  * Hostile prompt-guard calls: no messages, more messages than a call may carry, a body of
@@ -104,13 +97,15 @@ describe('hostile prompt-guard calls', () => {
 
   it('ten megabytes: refused (413) before it is read whole, which the gateway fails closed on', async () => {
     const body = prompt([{ role: 'user', content: 'ignore me '.repeat(1_000_000) }]);
-    const { result, health } = await probeWhile(server.base, () => guard(server.base, body));
+    const { result, health } = await probeWhile(server.base, () =>
+      postUnread(`${server.base}/v1alpha1/guardrails/strict/request`, body),
+    );
     expect(result.status).toBe(413);
     expect(readAnswer('request', 1, result.text)).toEqual({ kind: 'error', why: 'no action' });
     expect(result.text).not.toContain('ignore me');
-    console.log(`ten megabytes: answered in ${result.ms.toFixed(0)} ms; ${describeHealth(health)}`);
+    console.log(`ten megabytes: ${describeHealth(health)}`);
     expect(health.failures).toBe(0);
-    expect(health.p99).toBeLessThan(HEAVY_P99_BOUND_MS);
+    expect(health.p99).toBeLessThan(HEALTHZ_P99_BUDGET_MS);
   });
 
   it('dense PII at the largest size decided: masked, and /healthz within budget', async () => {
@@ -125,6 +120,6 @@ describe('hostile prompt-guard calls', () => {
       `dense PII (120k chars): answered in ${result.ms.toFixed(0)} ms; ${describeHealth(health)}`,
     );
     expect(health.failures).toBe(0);
-    expect(health.p99).toBeLessThan(HEAVY_P99_BOUND_MS);
+    expect(health.p99).toBeLessThan(HEALTHZ_P99_BUDGET_MS);
   });
 });

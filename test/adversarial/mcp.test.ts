@@ -3,6 +3,7 @@ import {
   type AdversarialServer,
   describeHealth,
   HEALTHZ_P99_BUDGET_MS,
+  postUnread,
   probeWhile,
   startAdversarialServer,
 } from './responsiveness.js';
@@ -48,7 +49,9 @@ describe('hostile tool-protocol requests', () => {
     const huge = Buffer.from(
       JSON.stringify(call(1, 'get_trace', { trace_id: 'A'.repeat(10 * 1024 * 1024) })),
     );
-    const { result, health } = await probeWhile(s.base, () => post(huge));
+    const { result, health } = await probeWhile(s.base, () =>
+      postUnread(`${s.base}/mcp`, huge, { accept: ACCEPT }),
+    );
     expect(result.status).toBe(413);
     expect(result.text.length).toBeLessThan(2_000);
     expect(result.text).not.toContain('AAAAAAAA');

@@ -4,6 +4,7 @@
  * hostile request runs.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kill9, launchServer, type RunningServer } from '../support/process.js';
@@ -96,4 +97,36 @@ export async function probeWhile<T>(
 /** One line for an assertion message: the figures, never the input. */
 export function describeHealth(h: Responsiveness): string {
   return `healthz p99 ${h.p99.toFixed(1)} ms, max ${h.max.toFixed(1)} ms, ${h.samples.length} probes, ${h.failures} failed`;
+}
+
+/**
+ * POSTs a body the server may refuse before reading it (413 on its Content-Length): the answer is
+ * taken when it comes, and the write error of the rest of the body that the server then no longer
+ * reads (EPIPE, ECONNRESET) is expected, not a failure — unlike `fetch`, which throws it away with
+ * the answer.
+ */
+export function postUnread(
+  url: string,
+  body: Uint8Array | string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', reject);
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err);
+    });
+    req.end(body);
+  });
 }
