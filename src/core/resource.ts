@@ -15,3 +15,16 @@ export const ResourceNameSchema = z
     /^[a-z0-9][a-z0-9_.-]{0,62}$/,
     'names are 1–63 lowercase letters, digits, _ . - starting with a letter or digit',
   );
+
+/**
+ * The `metadata` of a stored resource as applied: its name and labels, and the output-only fields
+ * `get` prints (generation, times), accepted and ignored so that what `get` prints applies again
+ * unchanged.
+ */
+export const StoredResourceMetadataSchema = z.strictObject({
+  name: ResourceNameSchema,
+  labels: z.record(z.string(), z.string()).optional(),
+  generation: z.number().optional(),
+  createdAt: z.string().optional(),
+  updatedAt: z.string().optional(),
+});

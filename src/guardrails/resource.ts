@@ -7,6 +7,7 @@ import {
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
   ResourceNameSchema,
+  StoredResourceMetadataSchema,
 } from '../core/index.js';
 import { PII_DETECTORS, SECRET_DETECTORS } from '../redaction/index.js';
 import { GuardErrors } from './error-codes.js';
@@ -119,14 +120,7 @@ export type GuardSpec = z.infer<typeof GuardSpecSchema>;
 export const GuardPolicyResourceSchema = z.strictObject({
   apiVersion: z.literal(RESOURCE_API_VERSION),
   kind: z.literal(GUARD_KIND),
-  metadata: z.strictObject({
-    name: ResourceNameSchema,
-    labels: z.record(z.string(), z.string()).optional(),
-    // Output-only fields, so that what `get` prints can be applied again unchanged.
-    generation: z.number().optional(),
-    createdAt: z.string().optional(),
-    updatedAt: z.string().optional(),
-  }),
+  metadata: StoredResourceMetadataSchema,
   spec: GuardSpecSchema,
 });
 

@@ -10,6 +10,7 @@ import {
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
   ResourceNameSchema,
+  StoredResourceMetadataSchema,
   uniqueDetails,
 } from '../core/index.js';
 import {
@@ -102,14 +103,7 @@ export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 export const PolicyResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
-  metadata: z.strictObject({
-    name: ResourceNameSchema,
-    labels: z.record(z.string(), z.string()).optional(),
-    // Output-only fields, so that what `get` prints can be applied again unchanged.
-    generation: z.number().optional(),
-    createdAt: z.string().optional(),
-    updatedAt: z.string().optional(),
-  }),
+  metadata: StoredResourceMetadataSchema,
   spec: PolicySpecSchema,
   // Output-only (the alert states `get` shows), ignored on apply.
   status: z.unknown().optional(),

@@ -8,6 +8,7 @@ import {
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
   ResourceNameSchema,
+  StoredResourceMetadataSchema,
 } from '../core/index.js';
 import type { SourceRecord } from '../store/index.js';
 import type { ConnectorFactory } from './connector.js';
@@ -127,13 +128,7 @@ export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 export const SourceResourceSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(KIND),
-  metadata: z.strictObject({
-    name,
-    labels: z.record(z.string(), z.string()).optional(),
-    generation: z.number().optional(),
-    createdAt: z.string().optional(),
-    updatedAt: z.string().optional(),
-  }),
+  metadata: StoredResourceMetadataSchema,
   spec: z.unknown(),
   // Output-only: what `get` prints can be applied again unchanged.
   status: z.unknown().optional(),
