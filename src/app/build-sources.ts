@@ -75,7 +75,10 @@ export function buildSourcePulling(
     observer: metrics,
     logger,
     redactText: (text) => redactor.redactText(text),
-    options: { maxRecordsPerSecond: config.sources.max_records_per_second },
+    options: {
+      maxRecordsPerSecond: config.sources.max_records_per_second,
+      leaseMs: config.sources.lease_timeout,
+    },
   });
   const writeBacks = new WriteBackWriter({
     store,

@@ -1,8 +1,7 @@
 import { hostname } from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Command } from 'commander';
 import { parseDuration } from '../config/index.js';
-import { startOperator } from '../operator/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO } from './io.js';
 
@@ -26,8 +25,12 @@ function duration(flag: string, text: string): number {
   return ms;
 }
 
-/** The cluster to talk to: --kubeconfig or KUBECONFIG, else the pod's service account. */
-function kubeConfig(flags: OperatorFlags, io: CliIO): KubeConfig {
+/**
+ * The cluster to talk to: --kubeconfig or KUBECONFIG, else the pod's service account. The
+ * Kubernetes client is loaded here, not with the CLI: it takes over a second to import.
+ */
+async function kubeConfig(flags: OperatorFlags, io: CliIO): Promise<KubeConfig> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   const file = flags.kubeconfig ?? io.env.KUBECONFIG;
   try {
@@ -66,7 +69,7 @@ export function operatorCommand(program: Command, io: CliIO, done: (code: number
     .option('--resync <duration>', 'reconcile every resource again this often', '5m')
     .option('--status-interval <duration>', 'how often source and run status is read', '30s')
     .option('--timeout <duration>', 'timeout of each call to the server', '30s')
-    .action((flags: OperatorFlags) => {
+    .action(async (flags: OperatorFlags) => {
       const url = flags.server ?? io.env.TOUCHSTONE_SERVER;
       if (url === undefined || url === '') {
         throw new CliExit(
@@ -76,8 +79,10 @@ export function operatorCommand(program: Command, io: CliIO, done: (code: number
       }
       const leaseNamespace = flags.leaseNamespace ?? io.env.POD_NAMESPACE ?? 'default';
       const log = jsonLog(io);
+      const kc = await kubeConfig(flags, io);
+      const { startOperator } = await import('../operator/index.js');
       const operator = startOperator({
-        kubeConfig: kubeConfig(flags, io),
+        kubeConfig: kc,
         namespace: flags.namespace,
         server: {
           url,

@@ -51,6 +51,7 @@ export const DEFAULTS = {
     /** `sources.dir` is `<data_dir>/<dirName>` unless set. */
     dirName: 'secrets',
     maxRecordsPerSecond: 200,
+    leaseTimeout: '2m',
   },
   datasets: {
     /** `datasets.root` is `<data_dir>/<dirName>` unless set. */

@@ -237,7 +237,15 @@ describe('config loading', () => {
       allow_hosts: [],
       dir: join('.touchstone', 'secrets'),
       max_records_per_second: 200,
+      lease_timeout: 120_000,
     });
+    expect(loadConfig({ overrides: { sources: { lease_timeout: '30s' } } }).sources).toMatchObject({
+      lease_timeout: 30_000,
+    });
+    const err = errorOf(() => loadConfig({ overrides: { sources: { lease_timeout: '5s' } } }));
+    expect(err.details).toEqual([
+      expect.objectContaining({ path: 'sources.lease_timeout', message: 'at least 10s' }),
+    ]);
     expect(c.credentials).toEqual({ grants: [] });
     expect(c.proxy).toEqual({});
     expect(loadConfig({ overrides: { data_dir: '/var/lib/ts' } }).sources.dir).toBe(

@@ -391,6 +391,14 @@ export const ConfigSchema = z
           .min(1)
           .max(100_000)
           .default(DEFAULTS.sources.maxRecordsPerSecond),
+        /**
+         * A source's lease: another replica takes a source over this long after the replica
+         * pulling it (or fetching its window) stopped. Renewed after every page, so a page read
+         * must finish within it; a store whose searches run longer gets their budget instead.
+         */
+        lease_timeout: durationMs
+          .pipe(z.number().min(10_000, 'at least 10s'))
+          .prefault(DEFAULTS.sources.leaseTimeout),
       })
       .prefault({}),
     /** Uploaded and imported datasets of offline runs (docs/datasets.md). */

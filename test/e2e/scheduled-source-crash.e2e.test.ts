@@ -28,6 +28,8 @@ import {
  *    while its fetch is held;
  * 3. C takes the source over from the cursor B stored, once B's lease lapses.
  *
+ * The variants run at once: each mostly waits for the minute to turn.
+ *
  * Every window is evaluated exactly once (stable window ids), none is lost before its deadline
  * (the held one included), and the run A started finishes.
  */
@@ -91,7 +93,7 @@ function postgresVariant(url: string): Variant {
 const variants: Variant[] = [sqliteVariant()];
 if (PG_URL !== undefined && PG_URL !== '') variants.push(postgresVariant(PG_URL));
 
-describe.each(variants)('a scheduled source across kill -9 on $name', (variant) => {
+describe.concurrent.each(variants)('a scheduled source across kill -9 on $name', (variant) => {
   let dir = '';
   let configFile = '';
   let dataDirs: [string, string, string] = ['', '', ''];
@@ -126,6 +128,7 @@ describe.each(variants)('a scheduled source across kill -9 on $name', (variant) 
         ...setup.store,
         'sources:',
         "  allow_hosts: ['127.0.0.1']",
+        '  lease_timeout: 10s',
         'credentials:',
         '  grants:',
         "    - {env: LANGFUSE_KEY, projects: [default], hosts: ['127.0.0.1']}",
@@ -187,7 +190,7 @@ describe.each(variants)('a scheduled source across kill -9 on $name', (variant) 
     const before = windowEnds(await windowRuns(c.base));
     fake.releaseListings();
 
-    // C takes over once B's lease (two minutes) lapses, and goes on past the held window.
+    // C takes over once B's lease (sources.lease_timeout) lapses, and goes on past the held window.
     const runs = await eventually(async () => {
       const all = await windowRuns(c.base);
       const last = windowEnds(all).at(-1) ?? 0;
