@@ -51,7 +51,7 @@ async function profiled<T>(path: string | undefined, fn: () => Promise<T>): Prom
   }
 }
 
-function agent(tracer: Tracer, i: number): void {
+export function agent(tracer: Tracer, i: number): void {
   tracer.startActiveSpan(
     'invoke_agent travel',
     {

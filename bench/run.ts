@@ -14,6 +14,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   plugins: async () => (await import('./plugins/index.js')).main(),
   // 200 exporters for 60 s against the compiled server; by name only.
   overload: async () => (await import('./overload.js')).main(),
+  normalize: async () => (await import('./normalize.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
   runs: async () => (await import('./runs.js')).main(),

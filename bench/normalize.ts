@@ -1,0 +1,82 @@
+/**
+ * Normalization (conventions → Record + Trajectory + summary) per span, warm, on the ingest
+ * bench's agent traces as completion reads them back from the store (spans parsed from their
+ * chunk's JSON). Prints µs per span (median of rounds) with the load average; with
+ * BENCH_CPU_PROFILE=<path> also writes a V8 CPU profile of the timed rounds.
+ * Budget (issue: normalization several times cheaper): was 32–39 µs per span warm.
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { loadavg } from 'node:os';
+import type { Span } from '../src/core/index.js';
+import { decodeOtlpProtobuf, normalizeStoredTrace } from '../src/ingest/index.js';
+import type { PendingTrace } from '../src/store/index.js';
+import { protobufBody, recordSpans } from '../test/support/otel.js';
+import { agent } from './ingest.js';
+import { fmt } from './stats.js';
+
+const TRACES = Number(process.env.BENCH_TRACES ?? 2000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
+
+/** Each trace's spans as the store gives them back: one JSON text per trace, parsed per round. */
+function storedTraces(): string[] {
+  const spans = recordSpans({ 'service.name': 'svc' }, (t) => {
+    for (let i = 0; i < TRACES; i++) agent(t, i);
+  });
+  const decoded = decodeOtlpProtobuf(protobufBody(spans), { maxAttributeBytes: 64 * 1024 });
+  const byTrace = new Map<string, Span[]>();
+  for (const span of decoded.spans) {
+    const list = byTrace.get(span.traceId) ?? [];
+    list.push(span);
+    byTrace.set(span.traceId, list);
+  }
+  return [...byTrace.values()].map((list) => JSON.stringify(list));
+}
+
+function round(texts: readonly string[]): { ms: number; spans: number } {
+  const traces = texts.map((t) => JSON.parse(t) as Span[]);
+  let spans = 0;
+  const start = performance.now();
+  for (const trace of traces) {
+    const pending: PendingTrace = {
+      project: 'default',
+      traceId: trace[0]?.traceId ?? '',
+      lastSpanAt: 0,
+      labels: {},
+      source: 'otlp',
+    };
+    normalizeStoredTrace(trace, pending);
+    spans += trace.length;
+  }
+  return { ms: performance.now() - start, spans };
+}
+
+export async function main(): Promise<void> {
+  const texts = storedTraces();
+  round(texts); // warm-up
+  const session = CPU_PROFILE === undefined ? undefined : new Session();
+  if (session !== undefined) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  const perSpan: number[] = [];
+  let spans = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    const m = round(texts);
+    perSpan.push((m.ms * 1000) / m.spans);
+    spans = m.spans;
+  }
+  if (session !== undefined && CPU_PROFILE !== undefined) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(CPU_PROFILE, JSON.stringify(profile));
+    session.disconnect();
+  }
+  perSpan.sort((a, b) => a - b);
+  const median = perSpan[Math.floor(perSpan.length / 2)] ?? 0;
+  console.log(
+    `normalize: ${fmt(median, 1)} µs per span (median of ${ROUNDS} rounds of ${spans} spans, ` +
+      `${texts.length} traces; best ${fmt(perSpan[0] ?? 0, 1)}), load ${loadavg()[0]?.toFixed(2)}`,
+  );
+}
