@@ -40,34 +40,44 @@ function setHeader(key: string, value: string) {
   };
 }
 
+/**
+ * A reply that never varies, shared and frozen: the server encodes a frozen reply once.
+ */
+function constant(response: Reply['response']): Reply {
+  return Object.freeze({ response });
+}
+
+const CONTINUE = {
+  requestHeaders: constant({ case: 'requestHeaders', value: {} }),
+  responseHeaders: constant({ case: 'responseHeaders', value: {} }),
+  requestBody: constant({ case: 'requestBody', value: {} }),
+  responseBody: constant({ case: 'responseBody', value: {} }),
+  requestTrailers: constant({ case: 'requestTrailers', value: {} }),
+  responseTrailers: constant({ case: 'responseTrailers', value: {} }),
+};
+
 /** Carry on unchanged: the answer to headers of either phase. */
 export function continueHeaders(phase: Phase): Reply {
-  return {
-    response: { case: phase === 'request' ? 'requestHeaders' : 'responseHeaders', value: {} },
-  };
+  return phase === 'request' ? CONTINUE.requestHeaders : CONTINUE.responseHeaders;
 }
 
 /** Carry on with the body unchanged (buffered mode), or with `body` in its place. */
 export function continueBody(phase: Phase, body?: Uint8Array): Reply {
-  const response =
-    body === undefined
-      ? {}
-      : {
-          response: {
-            // The new length no longer matches the client's; the gateway recomputes it.
-            headerMutation: { removeHeaders: ['content-length'] },
-            bodyMutation: { mutation: { case: 'body' as const, value: body } },
-          },
-        };
+  if (body === undefined) return phase === 'request' ? CONTINUE.requestBody : CONTINUE.responseBody;
+  const response = {
+    response: {
+      // The new length no longer matches the client's; the gateway recomputes it.
+      headerMutation: { removeHeaders: ['content-length'] },
+      bodyMutation: { mutation: { case: 'body' as const, value: body } },
+    },
+  };
   return {
     response: { case: phase === 'request' ? 'requestBody' : 'responseBody', value: response },
   };
 }
 
 export function continueTrailers(phase: Phase): Reply {
-  return {
-    response: { case: phase === 'request' ? 'requestTrailers' : 'responseTrailers', value: {} },
-  };
+  return phase === 'request' ? CONTINUE.requestTrailers : CONTINUE.responseTrailers;
 }
 
 /**

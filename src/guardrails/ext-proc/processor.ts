@@ -1,7 +1,7 @@
-import { Code, ConnectError } from '@connectrpc/connect';
 import type { Principal } from '../../auth/index.js';
 import type { GuardDecision } from '../types.js';
 import type { ProcessingRequest } from './gen/envoy/service/ext_proc/v3/external_processor_pb.js';
+import { MessageTooLargeError } from './grpc-stream.js';
 import type { Guard } from './guard-port.js';
 import {
   maskedBody,
@@ -87,7 +87,7 @@ export async function* processStream(
         // A message past the transport's cap (a body far over max_body_bytes) is refused like
         // one just over it; any other read failure (bytes that do not decode, a stream cut) ends
         // the stream with its gRPC status.
-        if (!(err instanceof ConnectError && err.code === Code.ResourceExhausted)) throw err;
+        if (!(err instanceof MessageTooLargeError)) throw err;
         const message = `the request body is larger than ${settings.maxBodyBytes} bytes`;
         yield refusal(exchange, { status: 413, code: RPC_RESOURCE_EXHAUSTED, message });
         return;

@@ -1,11 +1,24 @@
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import type { HandlerContext } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { create, toBinary } from '@bufbuild/protobuf';
 import type { Principal } from '../../auth/index.js';
 import { type Component, component } from '../../core/index.js';
-import { ExternalProcessor } from './gen/envoy/service/ext_proc/v3/external_processor_pb.js';
+import {
+  ExternalProcessor,
+  ProcessingRequestSchema,
+  ProcessingResponseSchema,
+} from './gen/envoy/service/ext_proc/v3/external_processor_pb.js';
+import {
+  ACCEPTED_ENCODINGS,
+  GRPC_INTERNAL,
+  GRPC_UNIMPLEMENTED,
+  GrpcStatusError,
+  isGrpcContentType,
+  MessageReader,
+  MessageWriter,
+} from './grpc-stream.js';
 import type { Guard } from './guard-port.js';
+import type { Reply } from './messages.js';
 import { type ExtProcSettings, processStream, type StreamCaller } from './processor.js';
 
 /** Initial-metadata keys a gateway sets on the stream (agentgateway: grpc_initial_metadata). */
@@ -14,6 +27,8 @@ export const PROJECT_METADATA = 'x-touchstone-project';
 
 /** Framing and headers beside the largest body a ProcessingRequest carries. */
 const MESSAGE_OVERHEAD_BYTES = 256 * 1024;
+
+const PROCESS_PATH = `/${ExternalProcessor.typeName}/${ExternalProcessor.method.process.name}`;
 
 export interface ExtProcServerDeps {
   host: string;
@@ -42,23 +57,12 @@ export interface ExtProcServer extends Component {
  * and agentgateway dial.
  */
 export function createExtProcServer(deps: ExtProcServerDeps): ExtProcServer {
-  const handler = connectNodeAdapter({
-    grpc: true,
-    grpcWeb: false,
-    connect: false,
-    readMaxBytes: deps.settings.maxBodyBytes + MESSAGE_OVERHEAD_BYTES,
-    routes: (router) => {
-      router.service(ExternalProcessor, {
-        process: async function* (requests, ctx) {
-          yield* processStream(requests, await callerOf(ctx, deps), deps.guard, deps.settings);
-        },
-      });
-    },
+  const server = http2.createServer({ settings: { maxConcurrentStreams: deps.maxStreams } });
+  server.on('stream', (stream, headers) => {
+    // A client that resets its stream: nothing to answer, and not a server error.
+    stream.on('error', () => {});
+    void serveStream(stream, headers, deps);
   });
-  const server = http2.createServer(
-    { settings: { maxConcurrentStreams: deps.maxStreams } },
-    handler,
-  );
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
@@ -87,15 +91,68 @@ export function createExtProcServer(deps: ExtProcServerDeps): ExtProcServer {
   };
 }
 
-async function callerOf(ctx: HandlerContext, deps: ExtProcServerDeps): Promise<StreamCaller> {
-  const policy = ctx.requestHeader.get(POLICY_METADATA) ?? undefined;
-  const project = ctx.requestHeader.get(PROJECT_METADATA) ?? undefined;
+/** One `Process` stream: the gateway's messages through the processor, its replies back. */
+async function serveStream(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  deps: ExtProcServerDeps,
+): Promise<void> {
+  const writer = new MessageWriter(stream);
+  if (headers[':method'] !== 'POST' || !isGrpcContentType(headers['content-type'])) {
+    stream.respond({ ':status': 415 }, { endStream: true });
+    return;
+  }
+  if (headers[':path'] !== PROCESS_PATH) {
+    writer.end(GRPC_UNIMPLEMENTED, `only ${PROCESS_PATH.slice(1)} is served here`);
+    return;
+  }
+  const encoding = single(headers['grpc-encoding']);
+  if (encoding !== undefined && !ACCEPTED_ENCODINGS.includes(encoding)) {
+    writer.end(GRPC_UNIMPLEMENTED, 'unsupported grpc-encoding', {
+      'grpc-accept-encoding': ACCEPTED_ENCODINGS.join(','),
+    });
+    return;
+  }
+  const maxBytes = deps.settings.maxBodyBytes + MESSAGE_OVERHEAD_BYTES;
+  const requests = new MessageReader(stream, ProcessingRequestSchema, maxBytes, encoding);
+  try {
+    const caller = await callerOf(headers, deps);
+    for await (const reply of processStream(requests, caller, deps.guard, deps.settings)) {
+      if (writer.closed) break;
+      writer.write(encoded(reply));
+    }
+    writer.end(0);
+  } catch (err) {
+    if (err instanceof GrpcStatusError) writer.end(err.code, err.message);
+    else writer.end(GRPC_INTERNAL, 'internal error');
+  }
+}
+
+/** The wire bytes of a reply; the constant ones (carry on unchanged) are encoded once. */
+const encodings = new WeakMap<Reply, Uint8Array>();
+function encoded(reply: Reply): Uint8Array {
+  const cached = encodings.get(reply);
+  if (cached !== undefined) return cached;
+  const bytes = toBinary(ProcessingResponseSchema, create(ProcessingResponseSchema, reply));
+  if (Object.isFrozen(reply)) encodings.set(reply, bytes);
+  return bytes;
+}
+
+const single = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value;
+
+async function callerOf(
+  headers: http2.IncomingHttpHeaders,
+  deps: ExtProcServerDeps,
+): Promise<StreamCaller> {
+  const policy = single(headers[POLICY_METADATA]);
+  const project = single(headers[PROJECT_METADATA]);
   const named = {
     ...(policy === undefined || policy === '' ? {} : { policy }),
     ...(project === undefined || project === '' ? {} : { project }),
   };
   try {
-    const principal = await deps.authenticate(ctx.requestHeader.get('authorization') ?? undefined);
+    const principal = await deps.authenticate(single(headers.authorization));
     return { ...named, principal };
   } catch (err) {
     const reason = err instanceof Error && isSafe(err) ? err.message : 'refused';
