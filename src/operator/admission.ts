@@ -184,8 +184,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_REVIEW_BYTES) {
+        // Read no more; the answer closes the connection (send() with a 413).
+        req.pause();
+        req.removeAllListeners('data');
         reject(new BadReview(413, `a review is at most ${MAX_REVIEW_BYTES} bytes`));
-        req.destroy();
         return;
       }
       chunks.push(chunk);
@@ -216,6 +218,8 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
+    // A body left unread (too large) must not be taken for the next request.
+    ...(status === 413 ? { connection: 'close' } : {}),
   });
   res.end(text);
 }
@@ -258,9 +262,12 @@ export async function startAdmission(options: AdmissionOptions): Promise<Running
       send(res, 500, { error: 'internal error' });
     }
   };
-  const server: Server = createServer({ ...pair, requestTimeout: 15_000 }, (req, res) => {
-    void handle(req, res);
-  });
+  const server: Server = createServer(
+    { ...pair, headersTimeout: 10_000, requestTimeout: 15_000 },
+    (req, res) => {
+      void handle(req, res);
+    },
+  );
   const reload = setInterval(() => {
     try {
       const next = loadPair(options.certFile, options.keyFile);

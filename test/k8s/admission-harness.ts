@@ -122,8 +122,13 @@ export async function startTestWebhook(options: {
 export interface HttpsAnswer {
   status: number;
   text: string;
-  /** The serving certificate's serial number. */
-  serial: string;
+}
+
+export interface PostOptions {
+  /** The name the certificate must carry, when it is not the URL's host (a Service's). */
+  servername?: string;
+  /** Send the body in chunks without a content-length, as a stream. */
+  chunked?: boolean;
 }
 
 /**
@@ -134,7 +139,7 @@ export function postReview(
   url: string,
   ca: string,
   body: unknown,
-  servername?: string,
+  options: PostOptions = {},
 ): Promise<HttpsAnswer> {
   const payload = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
@@ -145,25 +150,25 @@ export function postReview(
         ca,
         // A fresh connection each time: a kept-alive one would outlive a certificate rotation.
         agent: false,
-        // The name the certificate must carry, when it is not the URL's host (a Service's).
-        ...(servername === undefined ? {} : { servername }),
-        headers: { 'content-type': 'application/json', 'content-length': payload.length },
+        ...(options.servername === undefined ? {} : { servername: options.servername }),
+        headers: {
+          'content-type': 'application/json',
+          ...(options.chunked === true ? {} : { 'content-length': payload.length }),
+        },
       },
       (res) => {
-        const serial =
-          res.socket && 'getPeerCertificate' in res.socket
-            ? (res.socket as import('node:tls').TLSSocket).getPeerCertificate().serialNumber
-            : '';
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (d) => {
           text += d;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text, serial }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
       },
     );
     req.on('error', reject);
-    req.end(payload);
+    const step = options.chunked === true ? 64 * 1024 : payload.length;
+    for (let at = 0; at < payload.length; at += step) req.write(payload.subarray(at, at + step));
+    req.end();
   });
 }
 

@@ -494,12 +494,9 @@ describe('Helm chart', () => {
         kind: 'TraceSource',
         metadata: { name: 'x', namespace: 'support' },
       });
-      const res = await postReview(
-        webhook.url,
-        pem('ca.crt'),
-        review,
-        'ts-touchstone-admission.evals.svc',
-      );
+      const res = await postReview(webhook.url, pem('ca.crt'), review, {
+        servername: 'ts-touchstone-admission.evals.svc',
+      });
       expect(res.status).toBe(200);
       expect(JSON.parse(res.text).response).toEqual({ uid: 'uid-chart', allowed: true });
     } finally {
