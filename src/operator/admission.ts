@@ -12,7 +12,7 @@ import {
   KINDS,
   type KindName,
 } from './kinds.js';
-import { classify, type ServerFailure } from './reconcile.js';
+import { classify, runImmutableMessage, type ServerFailure } from './reconcile.js';
 import { ServerCallError, type TouchstoneClient } from './server-client.js';
 
 /**
@@ -83,6 +83,15 @@ function unchangedForServer(request: AdmissionRequest): boolean {
   return facts(request.object) === facts(request.oldObject);
 }
 
+/** A change of an EvalRun's spec after its run was created: the run would never follow it. */
+function changesCreatedRun(request: AdmissionRequest): unknown {
+  if (request.operation !== 'UPDATE' || request.kind.kind !== 'EvalRun') return undefined;
+  const runId = ((request.oldObject?.status ?? {}) as Json).runId;
+  if (runId === undefined) return undefined;
+  const spec = (o: Json | null | undefined) => JSON.stringify(o?.spec ?? {});
+  return spec(request.object) === spec(request.oldObject) ? undefined : runId;
+}
+
 /** The custom resource under review, with the namespace and name the request gives it. */
 function resourceOf(request: AdmissionRequest, object: Json): CustomResource {
   const metadata = metadataOf(object);
@@ -120,7 +129,10 @@ export function failureResponse(
   return deny(uid, 503, 'ServiceUnavailable', `${kind} not checked (failurePolicy Fail): ${why}`);
 }
 
-/** Decides one review: deletes and unchanged updates pass; the rest ask the server. */
+/**
+ * Decides one review: deletes and unchanged updates pass; a changed spec of an EvalRun whose run
+ * exists is refused (runs never change); the rest ask the server.
+ */
 export async function review(
   request: AdmissionRequest,
   server: TouchstoneClient,
@@ -136,6 +148,8 @@ export async function review(
   // Being deleted: finalizers come off with updates that must never be blocked.
   if (metadataOf(object).deletionTimestamp !== undefined) return allow(uid);
   if (unchangedForServer(request)) return allow(uid);
+  const runId = changesCreatedRun(request);
+  if (runId !== undefined) return deny(uid, 422, 'Invalid', runImmutableMessage(runId));
   const document = apiDocument(kind, resourceOf(request, object));
   try {
     await server.call('POST', `v1alpha1/${kind.apiPlural}?validate_only=true`, document);

@@ -176,13 +176,11 @@ export function secretMissing(
 
 /** An EvalRun's spec changed after its run was created: runs are records, never changed. */
 export function runImmutable(cr: CustomResource, now: string): Outcome {
-  return blocked(
-    cr,
-    'RunImmutable',
-    `run ${String(cr.status?.runId)} was created from an earlier spec and runs never change; delete the EvalRun and create it again to run the new spec`,
-    now,
-    false,
-  );
+  return blocked(cr, 'RunImmutable', runImmutableMessage(cr.status?.runId), now, false);
+}
+
+export function runImmutableMessage(runId: unknown): string {
+  return `run ${String(runId)} was created from an earlier spec and runs never change; delete the EvalRun and create it again to run the new spec`;
 }
 
 function blocked(

@@ -175,6 +175,24 @@ describe('the admission webhook against a real server', () => {
     expect(res.response.status?.code).toBe(400);
   });
 
+  it('refuses a change of an EvalRun whose run exists: runs never change', async () => {
+    const run = resource('EvalRun', 'release-1', {
+      dataset: { records: [{ id: 'a', input: 'q', output: 'a', reference: 'a' }] },
+      evaluators: [{ ref: 'exact-match' }],
+    });
+    const created = { ...run, status: { runId: 'run_0123', phase: 'Succeeded' } };
+    const changed = { ...created, spec: { ...(run.spec as Json), gates: ['exact-match >= 0.9'] } };
+    const res = await post(webhook, admissionReview('uid-run', 'UPDATE', changed, created));
+    expect(res.response).toMatchObject({ allowed: false, status: { code: 422 } });
+    expect(res.response.status?.message).toContain('run run_0123 was created from an earlier spec');
+    // Before its run exists, an EvalRun may still change (the server checks the new spec).
+    const early = await post(
+      webhook,
+      admissionReview('uid-run-2', 'UPDATE', { ...changed, status: {} }, run),
+    );
+    expect(early.response).toEqual({ uid: 'uid-run-2', allowed: true });
+  });
+
   it('a Webhook is checked without its Secret (secretRef is the operator’s business)', async () => {
     const hook = resource('Webhook', 'ci', {
       url: 'http://127.0.0.1:9/hook',
