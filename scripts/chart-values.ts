@@ -91,6 +91,21 @@ export const ChartValuesSchema = z.strictObject({
     tolerations: k8sList,
     affinity: k8sObject,
   }),
+  admission: z.strictObject({
+    enabled: z.boolean(),
+    port: z.int().min(1024).max(65535),
+    failurePolicy: z.enum(['Fail', 'Ignore']),
+    // The API server allows 1 to 30; the webhook's own call gets 2 s less.
+    timeoutSeconds: z.int().min(3).max(30),
+    certDays: z.int().min(1),
+    certManager: z.strictObject({
+      enabled: z.boolean(),
+      issuerRef: z.strictObject({
+        name: z.string(),
+        kind: z.enum(['Issuer', 'ClusterIssuer']),
+      }),
+    }),
+  }),
   rbac: z.strictObject({ aggregateClusterRoles: z.boolean() }),
   sources: z.strictObject({
     allowHosts: z.array(z.string().min(1)),

@@ -14,7 +14,9 @@ import { Kube, kubeMessage, kubeStatus } from './kube.js';
 import { LeaderElector } from './leader.js';
 import { TouchstoneClient } from './server-client.js';
 
+export { type RunningAdmission, startAdmission } from './admission.js';
 export { FINALIZER, KINDS } from './kinds.js';
+export { TouchstoneClient } from './server-client.js';
 
 export interface OperatorOptions {
   kubeConfig: KubeConfig;

@@ -271,6 +271,14 @@ describe('failures', () => {
       failed(source, { type: 'refused', status: 400, code: 'SOURCE_INVALID', message: 'bad' }, NOW)
         .next,
     ).toBe('resync');
+    // 501: a connector not built in this version; retrying changes nothing.
+    expect(
+      failed(
+        source,
+        { type: 'refused', status: 501, code: 'SOURCE_NOT_SUPPORTED_YET', message: 'later' },
+        NOW,
+      ).next,
+    ).toBe('resync');
     expect(failed(source, { type: 'refused', status: 401, message: 'no key' }, NOW)).toMatchObject({
       next: 'backoff',
     });

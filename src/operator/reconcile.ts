@@ -134,7 +134,7 @@ export function synced(kind: Kind, cr: CustomResource, view: Json, now: string):
 }
 
 /** Why a call failed, as a condition reason; and whether retrying may help. */
-function classify(failure: ServerFailure): { reason: string; retry: boolean } {
+export function classify(failure: ServerFailure): { reason: string; retry: boolean } {
   if (failure.type === 'unreachable') return { reason: 'ServerUnreachable', retry: true };
   const { status, code } = failure;
   if (code === SourceErrors.SOURCE_POLICY_NOT_FOUND.code) {
@@ -142,7 +142,9 @@ function classify(failure: ServerFailure): { reason: string; retry: boolean } {
   }
   if (status === 401) return { reason: 'Unauthorized', retry: true };
   if (status === 403) return { reason: 'Forbidden', retry: true };
-  if (status === 429 || status >= 500) return { reason: 'ServerError', retry: true };
+  // 501: valid but not built in this version; retrying changes nothing.
+  if (status === 429 || (status >= 500 && status !== 501))
+    return { reason: 'ServerError', retry: true };
   return { reason: 'Refused', retry: false };
 }
 
@@ -174,13 +176,11 @@ export function secretMissing(
 
 /** An EvalRun's spec changed after its run was created: runs are records, never changed. */
 export function runImmutable(cr: CustomResource, now: string): Outcome {
-  return blocked(
-    cr,
-    'RunImmutable',
-    `run ${String(cr.status?.runId)} was created from an earlier spec and runs never change; delete the EvalRun and create it again to run the new spec`,
-    now,
-    false,
-  );
+  return blocked(cr, 'RunImmutable', runImmutableMessage(cr.status?.runId), now, false);
+}
+
+export function runImmutableMessage(runId: unknown): string {
+  return `run ${String(runId)} was created from an earlier spec and runs never change; delete the EvalRun and create it again to run the new spec`;
 }
 
 function blocked(

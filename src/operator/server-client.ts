@@ -65,11 +65,13 @@ export class TouchstoneClient {
       details?: { path: string; message: string }[];
     };
     const details = (error.details ?? []).map((d) => `${d.path}: ${d.message}`).join('; ');
+    const message = error.message ?? `HTTP ${response.status}`;
     throw new ServerCallError({
       type: 'refused',
       status: response.status,
       ...(error.code === undefined ? {} : { code: error.code }),
-      message: `${error.message ?? `HTTP ${response.status}`}${details === '' ? '' : ` (${details})`}`,
+      // Many messages already state their details; say them once.
+      message: details === '' || message.includes(details) ? message : `${message} (${details})`,
     });
   }
 }

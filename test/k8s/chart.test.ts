@@ -1,7 +1,9 @@
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as monitoring from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import * as admissionregistration from 'kubernetes-models/admissionregistration.k8s.io/v1';
 import * as apiextensions from 'kubernetes-models/apiextensions.k8s.io/v1';
 import * as apps from 'kubernetes-models/apps/v1';
 import * as networking from 'kubernetes-models/networking.k8s.io/v1';
@@ -10,6 +12,7 @@ import * as core from 'kubernetes-models/v1';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/index.js';
+import { admissionReview, postReview, startTestWebhook } from './admission-harness.js';
 import { CHART, helm, type K8sObject, render } from './helm.js';
 
 /**
@@ -23,14 +26,48 @@ import { CHART, helm, type K8sObject, render } from './helm.js';
 type Json = { [key: string]: unknown };
 type Validatable = new (data: unknown) => { validate(): void };
 
+/**
+ * cert-manager publishes no schema package here: its two kinds the chart renders are held to the
+ * fields cert-manager requires.
+ */
+class CertManagerIssuer {
+  constructor(private readonly data: { spec?: Json }) {}
+  validate(): void {
+    const types = ['selfSigned', 'ca', 'acme', 'vault', 'venafi'];
+    if (!types.some((t) => this.data.spec?.[t] !== undefined))
+      throw new Error('spec: no issuer type');
+  }
+}
+
+class CertManagerCertificate {
+  constructor(private readonly data: { spec?: Json }) {}
+  validate(): void {
+    const spec = (this.data.spec ?? {}) as {
+      secretName?: unknown;
+      issuerRef?: { name?: unknown };
+      dnsNames?: unknown;
+    };
+    if (typeof spec.secretName !== 'string') throw new Error('spec.secretName is required');
+    if (typeof spec.issuerRef?.name !== 'string')
+      throw new Error('spec.issuerRef.name is required');
+    if (!Array.isArray(spec.dnsNames) || spec.dnsNames.length === 0) {
+      throw new Error('spec.dnsNames is required');
+    }
+  }
+}
+
 const MODELS: Record<string, Record<string, unknown>> = {
   v1: core,
   'apps/v1': apps,
   'networking.k8s.io/v1': networking,
   'rbac.authorization.k8s.io/v1': rbac,
   'apiextensions.k8s.io/v1': apiextensions,
+  'admissionregistration.k8s.io/v1': admissionregistration,
   'monitoring.coreos.com/v1': monitoring,
+  'cert-manager.io/v1': { Issuer: CertManagerIssuer, Certificate: CertManagerCertificate },
 };
+
+const CERT_MANAGER_APIS = ['--api-versions', 'cert-manager.io/v1/Certificate'];
 
 const MONITORING_APIS = [
   '--api-versions',
@@ -47,7 +84,13 @@ const SETS: Record<string, string[]> = {
   egress: ['-f', 'test/k8s/values/egress.yaml'],
   monitoring: ['-f', 'test/k8s/values/monitoring.yaml', ...MONITORING_APIS],
   operator: ['-f', 'test/k8s/values/operator.yaml'],
+  'cert-manager': ['-f', 'test/k8s/values/cert-manager.yaml', ...CERT_MANAGER_APIS],
 };
+
+/** The chart generates a new CA and certificate at every render: golden files show a placeholder. */
+function withoutGeneratedKeys(text: string): string {
+  return text.replace(/^(\s*(?:tls\.crt|tls\.key|ca\.crt|caBundle): ).+$/gm, '$1<generated>');
+}
 
 const rendered = new Map<string, ReturnType<typeof render>>();
 function rendering(set: string) {
@@ -104,7 +147,7 @@ describe('Helm chart', () => {
         'lint',
         '--strict',
         CHART,
-        ...flags.filter((f) => !f.startsWith('--api') && !f.startsWith('monitoring.')),
+        ...flags.filter((f) => !f.startsWith('--api') && !/^(monitoring|cert-manager)\./.test(f)),
       ]);
       expect(res.status, `${set}: ${res.stdout}${res.stderr}`).toBe(0);
     }
@@ -118,7 +161,7 @@ describe('Helm chart', () => {
       for (const o of objects) {
         expect(() => validateObject(o), `${o.kind} ${o.metadata.name}`).not.toThrow();
       }
-      await expect(text).toMatchFileSnapshot(`golden/${set}.yaml`);
+      await expect(withoutGeneratedKeys(text)).toMatchFileSnapshot(`golden/${set}.yaml`);
     },
   );
 
@@ -290,7 +333,8 @@ describe('Helm chart', () => {
     const pod = deployment.spec.template.spec;
     expect(pod.serviceAccountName).toBe('ts-touchstone-operator');
     const container = (pod.containers as Json[])[0] as { args: string[]; env: Json[] };
-    expect(container.args).toEqual([
+    // Then the admission webhook's flags (tested below).
+    expect(container.args.slice(0, container.args.indexOf('--admission-listen'))).toEqual([
       'operator',
       '--server',
       'http://ts-touchstone.evals.svc:4318',
@@ -344,6 +388,170 @@ describe('Helm chart', () => {
     ).toBe(false);
   });
 
+  it('the admission webhook: a ValidatingWebhookConfiguration for the four kinds, served by the operator', () => {
+    const { objects } = rendering('operator');
+    const config = find(objects, 'ValidatingWebhookConfiguration') as {
+      metadata: Json;
+      webhooks: Json[];
+    };
+    expect(config.metadata.name).toBe('ts-touchstone-admission-evals');
+    expect(config.webhooks).toHaveLength(1);
+    const hook = config.webhooks[0] as Json & { clientConfig: { caBundle: string } };
+    expect(hook).toMatchObject({
+      name: 'resources.touchstone.dev',
+      admissionReviewVersions: ['v1'],
+      sideEffects: 'None',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 10,
+      clientConfig: {
+        service: {
+          name: 'ts-touchstone-admission',
+          namespace: 'evals',
+          path: '/validate',
+          port: 443,
+        },
+      },
+      rules: [
+        {
+          apiGroups: ['touchstone.dev'],
+          apiVersions: ['v1alpha1'],
+          operations: ['CREATE', 'UPDATE'],
+          resources: ['tracesources', 'onlineevalpolicies', 'evalruns', 'webhooks'],
+          scope: 'Namespaced',
+        },
+      ],
+      // Only the namespace the operator watches.
+      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'support' } },
+    });
+    const service = find(objects, 'Service', 'ts-touchstone-admission') as { spec: Json };
+    expect(service.spec.selector).toMatchObject({ 'app.kubernetes.io/component': 'operator' });
+    expect(service.spec.ports).toEqual([
+      { name: 'https', port: 443, targetPort: 'admission', protocol: 'TCP' },
+    ]);
+    const pod = (
+      find(objects, 'Deployment', 'ts-touchstone-operator') as {
+        spec: { template: { spec: Json } };
+      }
+    ).spec.template.spec;
+    const container = (pod.containers as Json[])[0] as Json & { args: string[] };
+    expect(container.args.slice(container.args.indexOf('--admission-listen'))).toEqual([
+      '--admission-listen',
+      ':8443',
+      '--tls-cert-file',
+      '/var/run/touchstone/admission/tls.crt',
+      '--tls-key-file',
+      '/var/run/touchstone/admission/tls.key',
+      '--admission-failure-policy',
+      'Fail',
+      '--admission-timeout',
+      '8s',
+    ]);
+    expect(container.ports).toEqual([{ name: 'admission', containerPort: 8443, protocol: 'TCP' }]);
+    expect(container.volumeMounts).toContainEqual({
+      name: 'admission-tls',
+      mountPath: '/var/run/touchstone/admission',
+      readOnly: true,
+    });
+    expect(pod.volumes).toContainEqual({
+      name: 'admission-tls',
+      secret: { secretName: 'ts-touchstone-admission-tls' },
+    });
+    // Off: no webhook, and the operator serves none.
+    const off = render(['-f', 'test/k8s/values/operator.yaml', '--set', 'admission.enabled=false']);
+    expect(off.objects.some((o) => o.kind === 'ValidatingWebhookConfiguration')).toBe(false);
+    expect(off.text).not.toContain('--admission-listen');
+  });
+
+  it('generates a CA and a certificate for the webhook Service that the webhook serves and the caBundle trusts', async () => {
+    const { objects } = rendering('operator');
+    const secret = find(objects, 'Secret', 'ts-touchstone-admission-tls') as {
+      type: string;
+      data: Record<string, string>;
+    };
+    expect(secret.type).toBe('kubernetes.io/tls');
+    const pem = (k: string) => Buffer.from(secret.data[k] ?? '', 'base64').toString('utf8');
+    const hook = (find(objects, 'ValidatingWebhookConfiguration') as { webhooks: Json[] })
+      .webhooks[0] as { clientConfig: { caBundle: string } };
+    expect(hook.clientConfig.caBundle).toBe(secret.data['ca.crt']);
+    const cert = new X509Certificate(pem('tls.crt'));
+    const ca = new X509Certificate(pem('ca.crt'));
+    expect(cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.subjectAltName).toBe(
+      'DNS:ts-touchstone-admission.evals.svc, DNS:ts-touchstone-admission.evals.svc.cluster.local',
+    );
+    expect(Date.parse(cert.validTo) - Date.now()).toBeGreaterThan(3000 * 86_400_000);
+    // The webhook serves this pair; a client trusting only the caBundle accepts it by the
+    // Service's name, as the API server does.
+    writeFileSync(join(scratch, 'chart-tls.crt'), pem('tls.crt'));
+    writeFileSync(join(scratch, 'chart-tls.key'), pem('tls.key'));
+    const webhook = await startTestWebhook({
+      serverUrl: 'http://127.0.0.1:9',
+      certFile: join(scratch, 'chart-tls.crt'),
+      keyFile: join(scratch, 'chart-tls.key'),
+    });
+    try {
+      const review = admissionReview('uid-chart', 'DELETE', null, {
+        kind: 'TraceSource',
+        metadata: { name: 'x', namespace: 'support' },
+      });
+      const res = await postReview(webhook.url, pem('ca.crt'), review, {
+        servername: 'ts-touchstone-admission.evals.svc',
+      });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.text).response).toEqual({ uid: 'uid-chart', allowed: true });
+    } finally {
+      await webhook.admission.stop();
+    }
+  });
+
+  it('with cert-manager: an Issuer or the one named, a Certificate, and the CA injected by annotation', () => {
+    const { objects } = rendering('cert-manager');
+    expect(objects.some((o) => o.metadata.name === 'ts-touchstone-admission-tls')).toBe(false);
+    expect(objects.some((o) => o.kind === 'Issuer')).toBe(false);
+    const certificate = find(objects, 'Certificate', 'ts-touchstone-admission') as { spec: Json };
+    expect(certificate.spec).toEqual({
+      secretName: 'ts-touchstone-admission-tls',
+      dnsNames: [
+        'ts-touchstone-admission.evals.svc',
+        'ts-touchstone-admission.evals.svc.cluster.local',
+      ],
+      issuerRef: { group: 'cert-manager.io', name: 'internal-ca', kind: 'ClusterIssuer' },
+    });
+    const config = find(objects, 'ValidatingWebhookConfiguration') as {
+      metadata: { annotations: Json };
+      webhooks: (Json & { clientConfig: Json })[];
+    };
+    expect(config.metadata.annotations).toEqual({
+      'cert-manager.io/inject-ca-from': 'evals/ts-touchstone-admission',
+    });
+    expect(config.webhooks[0]?.clientConfig.caBundle).toBeUndefined();
+    expect(config.webhooks[0]).toMatchObject({ failurePolicy: 'Ignore', timeoutSeconds: 5 });
+    expect(config.webhooks[0]?.namespaceSelector).toBeUndefined();
+    // No issuer named: a self-signed Issuer of its own.
+    const own = render([
+      '-f',
+      'test/k8s/values/cert-manager.yaml',
+      '--set',
+      'admission.certManager.issuerRef.name=',
+      '--set',
+      'admission.certManager.issuerRef.kind=Issuer',
+      ...CERT_MANAGER_APIS,
+    ]);
+    expect(find(own.objects, 'Issuer', 'ts-touchstone-admission-selfsigned').spec).toEqual({
+      selfSigned: {},
+    });
+    expect((find(own.objects, 'Certificate') as { spec: Json }).spec.issuerRef).toEqual({
+      group: 'cert-manager.io',
+      name: 'ts-touchstone-admission-selfsigned',
+      kind: 'Issuer',
+    });
+    const without = helm(['template', 'ts', CHART, '-f', 'test/k8s/values/cert-manager.yaml']);
+    expect(without.status).not.toBe(0);
+    expect(without.stderr).toContain(
+      'admission.certManager.enabled requires the cert-manager.io/v1 API',
+    );
+  });
+
   it('refuses the Prometheus objects on a cluster without the Prometheus operator API', () => {
     const res = helm(['template', 'ts', CHART, '--set', 'prometheusRule.enabled=true']);
     expect(res.status).not.toBe(0);
@@ -383,6 +591,8 @@ describe('Helm chart', () => {
     ],
     [['--set', 'operator.enabled=true'], 'needs operator.apiKey.secretName'],
     [['--set', 'operator.resync=often'], "at '/operator/resync'"],
+    [['--set', 'admission.failurePolicy=Maybe'], "at '/admission/failurePolicy'"],
+    [['--set', 'admission.timeoutSeconds=60'], "at '/admission/timeoutSeconds'"],
   ])('refuses bad values %j', (flags, message) => {
     const res = helm(['template', 'ts', CHART, ...flags]);
     expect(res.status).not.toBe(0);

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, ENTRY, eventually } from '../support/process.js';
+import { cli, ENTRY, eventually, freePort } from '../support/process.js';
+import { admissionReview, makeCertificates, postReview } from './admission-harness.js';
 import { FakeKube } from './fake-kube.js';
 
 /**
@@ -37,7 +38,23 @@ describe('touchstone operator (the command)', () => {
     expect(r.stderr).toContain('give the Touchstone server: --server URL or TOUCHSTONE_SERVER');
   });
 
-  it('reports an unreachable server and a missing Secret as conditions; SIGTERM hands the Lease back', async () => {
+  it('refuses to serve the admission webhook without TLS', () => {
+    const r = cli([
+      'operator',
+      '--kubeconfig',
+      kubeconfig,
+      '--server',
+      'http://127.0.0.1:9',
+      '--admission-listen',
+      ':8443',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--admission-listen needs --tls-cert-file and --tls-key-file');
+  });
+
+  it('reports an unreachable server and a missing Secret as conditions, its webhook refuses what it cannot check; SIGTERM hands the Lease back', async () => {
+    const certs = makeCertificates(dir);
+    const admissionPort = await freePort();
     const proc = spawn(
       process.execPath,
       [
@@ -52,6 +69,14 @@ describe('touchstone operator (the command)', () => {
         '--lease-duration',
         '2s',
         '--timeout',
+        '2s',
+        '--admission-listen',
+        `127.0.0.1:${admissionPort}`,
+        '--tls-cert-file',
+        certs.certFile,
+        '--tls-key-file',
+        certs.keyFile,
+        '--admission-timeout',
         '2s',
       ],
       { env: { ...process.env, TOUCHSTONE_API_KEY: KEY }, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -94,12 +119,31 @@ describe('touchstone operator (the command)', () => {
     const lease = () => kube.get('coordination.k8s.io/leases', 'ops', 'touchstone-operator');
     expect((lease()?.spec as Json | undefined)?.holderIdentity).not.toBe('');
 
+    // The command serves the webhook too: the server being away, it refuses (failurePolicy Fail).
+    const review = admissionReview('uid-cli', 'CREATE', {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'quality', ...meta },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+    });
+    const answer = await postReview(
+      `https://127.0.0.1:${admissionPort}/validate`,
+      certs.ca,
+      review,
+    );
+    expect(JSON.parse(answer.text).response).toMatchObject({
+      uid: 'uid-cli',
+      allowed: false,
+      status: { code: 503 },
+    });
+
     proc.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect((lease()?.spec as Json | undefined)?.holderIdentity).toBe('');
     // Nothing was deleted while the server was away.
     expect(kube.get('touchstone.dev/onlineevalpolicies', 'support', 'quality')).toBeDefined();
     expect(stderr).toContain('"msg":"leading"');
+    expect(stderr).toContain('"msg":"admission webhook listening"');
     expect(stderr).not.toContain(KEY);
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -6,16 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, type RunningOperator, startOperator } from '../../src/operator/index.js';
 import { agentRun } from '../fakes/langfuse/samples.js';
 import { LangfuseFake } from '../fakes/langfuse/server.js';
-import {
-  createKey,
-  eventually,
-  freePort,
-  kill9,
-  type RunningServer,
-  serveArgs,
-  startServer,
-} from '../support/process.js';
+import { eventually, kill9, type RunningServer } from '../support/process.js';
 import { FakeKube } from './fake-kube.js';
+import { startOperatorServer } from './operator-server.js';
 
 /**
  * The operator, in process, against the fake Kubernetes API (fake-kube.ts) and a real
@@ -103,31 +96,7 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
     langfuse = await LangfuseFake.start();
     const now = Date.now();
     for (let i = 1; i <= 3; i++) langfuse.add(...agentRun(i, now - i * 60_000));
-    const config = join(dir, 'config.yaml');
-    writeFileSync(
-      config,
-      [
-        'log_level: warn',
-        'auth: {}',
-        'sources:',
-        "  allow_hosts: ['127.0.0.1']",
-        'webhooks:',
-        "  allow_hosts: ['127.0.0.1']",
-        'credentials:',
-        '  grants:',
-        `    - {env: LANGFUSE_KEY, projects: [${NS}], hosts: ['127.0.0.1']}`,
-        '',
-      ].join('\n'),
-    );
-    const data = join(dir, 'data');
-    key = createKey(data, NS, 'admin');
-    const port = await freePort();
-    server = {
-      base: `http://127.0.0.1:${port}`,
-      server: await startServer(serveArgs(data, port, config), {
-        LANGFUSE_KEY: langfuse.credential,
-      }),
-    };
+    ({ server, key } = await startOperatorServer(dir, NS, langfuse.credential));
     kube = await FakeKube.start();
   }, 120_000);
 
