@@ -24,6 +24,8 @@ export interface OperatorServer {
   langfuse: LangfuseFake;
   /** An admin API key of the project. */
   key: string;
+  /** A TraceSource spec pulling from the Langfuse fake every second, scored by these policies. */
+  sourceSpec(policies: string[]): Json;
   /** A call to the server with that key. */
   api(method: string, path: string): Promise<{ status: number; body: Json }>;
   close(): Promise<void>;
@@ -62,6 +64,15 @@ export async function startOperatorServer(dir: string, project: string): Promise
     server,
     langfuse,
     key,
+    sourceSpec: (policies) => ({
+      connector: 'langfuse',
+      endpoint: langfuse.url,
+      locations: ['production'],
+      credentials: { env: 'LANGFUSE_KEY' },
+      backfill: { since: '24h' },
+      poll: { interval: '1s' },
+      policies,
+    }),
     async api(method, path) {
       const res = await fetch(`${server.base}${path}`, {
         method,

@@ -108,15 +108,7 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
   it('a source naming a missing policy is admitted with a warning, and syncs once the policy exists', async () => {
     kube.apply(
       SOURCES,
-      resource('TraceSource', 'prod-langfuse', {
-        connector: 'langfuse',
-        endpoint: touchstone.langfuse.url,
-        locations: ['production'],
-        credentials: { env: 'LANGFUSE_KEY' },
-        backfill: { since: '24h' },
-        poll: { interval: '1s' },
-        policies: ['quality'],
-      }),
+      resource('TraceSource', 'prod-langfuse', touchstone.sourceSpec(['quality'])),
     );
     const waiting = await readyWith(SOURCES, 'prod-langfuse', 'PolicyNotFound');
     expect(ready(waiting)).toMatchObject({ status: 'False' });
