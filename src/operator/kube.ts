@@ -7,6 +7,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1Lease,
+  V1MicroTime,
   Watch,
 } from '@kubernetes/client-node';
 import { type CustomResource, GROUP, type Json, type Kind, VERSION } from './kinds.js';
@@ -199,7 +200,8 @@ export class Kube {
       spec: {
         holderIdentity: lease.holder,
         leaseDurationSeconds: lease.durationSeconds,
-        renewTime: new Date(lease.renewedAt),
+        // A MicroTime: the API server refuses the milliseconds a plain Date is written with.
+        renewTime: new V1MicroTime(lease.renewedAt),
         leaseTransitions: lease.transitions,
       },
     };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_REVIEW_BYTES } from '../../src/operator/admission.js';
-import { eventually, freePort, kill9, type RunningServer } from '../support/process.js';
+import { eventually, freePort, type RunningServer } from '../support/process.js';
 import {
   admissionReview,
   makeCertificates,
@@ -13,7 +13,7 @@ import {
   type TestCertificates,
   type TestWebhook,
 } from './admission-harness.js';
-import { startOperatorServer } from './operator-server.js';
+import { type OperatorServer, startOperatorServer } from './operator-server.js';
 
 /**
  * The validating admission webhook over HTTPS (a CA and serving certificate made for the test),
@@ -58,6 +58,7 @@ interface Answer {
 describe('the admission webhook against a real server', () => {
   let dir = '';
   let certs: TestCertificates;
+  let touchstone: OperatorServer | undefined;
   let server: RunningServer | undefined;
   let key = '';
   let webhook: TestWebhook;
@@ -101,13 +102,14 @@ describe('the admission webhook against a real server', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'touchstone-admission-'));
     certs = makeCertificates(dir);
-    ({ server, key } = await startOperatorServer(dir, NS, 'pk-lf-test:sk-lf-test'));
+    touchstone = await startOperatorServer(dir, NS);
+    ({ server, key } = touchstone);
     webhook = await start();
   }, 120_000);
 
   afterAll(async () => {
     for (const stop of stops) await stop();
-    await kill9(server);
+    await touchstone?.close();
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 

@@ -53,6 +53,18 @@ function status(code: number, reason: string, message: string): Json {
   return { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message };
 }
 
+/** A Lease's times are MicroTime: the API server refuses any other number of fractional digits. */
+function leaseProblem(lease: Json): string | undefined {
+  const spec = (lease.spec ?? {}) as Json;
+  for (const field of ['acquireTime', 'renewTime']) {
+    const value = spec[field];
+    if (value !== undefined && !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/.test(String(value))) {
+      return `spec.${field}: parsing time "${String(value)}": not a MicroTime`;
+    }
+  }
+  return undefined;
+}
+
 export class FakeKube {
   private rv = 0;
   /** Watches from before this version get 410 Gone (history compacted). */
@@ -187,6 +199,7 @@ export class FakeKube {
   // ---- storage ------------------------------------------------------------------------------
 
   private validate(collection: string, object: Json): string | undefined {
+    if (collection === 'coordination.k8s.io/leases') return leaseProblem(object);
     const validate = this.validators.get(collection);
     if (validate === undefined || validate(object)) return undefined;
     return (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`).join(', ');
@@ -335,6 +348,11 @@ export class FakeKube {
     let next: Json;
     if (method === 'PUT') {
       next = { ...(body ?? {}), metadata: { ...meta(existing), ...meta(body ?? {}) } };
+      const invalid = this.validate(collection, next);
+      if (invalid !== undefined) {
+        send(422, status(422, 'Invalid', invalid));
+        return;
+      }
     } else if (
       method === 'PATCH' &&
       req.headers['content-type'] === 'application/merge-patch+json'

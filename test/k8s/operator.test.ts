@@ -4,11 +4,9 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FINALIZER, type RunningOperator, startOperator } from '../../src/operator/index.js';
-import { agentRun } from '../fakes/langfuse/samples.js';
-import { LangfuseFake } from '../fakes/langfuse/server.js';
-import { eventually, kill9, type RunningServer } from '../support/process.js';
+import { eventually, kill9 } from '../support/process.js';
 import { FakeKube } from './fake-kube.js';
-import { startOperatorServer } from './operator-server.js';
+import { type OperatorServer, startOperatorServer } from './operator-server.js';
 
 /**
  * The operator, in process, against the fake Kubernetes API (fake-kube.ts) and a real
@@ -42,19 +40,11 @@ function resource(kind: string, name: string, spec: Json): Json {
 describe('touchstone operator against a fake Kubernetes API and a real server', () => {
   let dir = '';
   let kube: FakeKube;
-  let langfuse: LangfuseFake;
-  let server: RunningServer | undefined;
-  let key = '';
+  let touchstone: OperatorServer;
   const operators: RunningOperator[] = [];
   const logs: string[] = [];
 
-  const api = async (method: string, path: string): Promise<{ status: number; body: Json }> => {
-    const res = await fetch(`${server?.base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}` },
-    });
-    return { status: res.status, body: (await res.json()) as Json };
-  };
+  const api = (method: string, path: string) => touchstone.api(method, path);
   const get = (collection: string, name: string) => kube.get(collection, NS, name);
   const until = <T>(check: () => T | undefined | false, ms = 30_000) =>
     eventually(async () => check() || undefined, ms);
@@ -79,7 +69,7 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
     const operator = startOperator({
       kubeConfig,
       namespace: '',
-      server: { url: server?.base ?? '', apiKey: key, timeoutMs: 5000 },
+      server: { url: touchstone.server.base, apiKey: touchstone.key, timeoutMs: 5000 },
       lease: { namespace: 'touchstone', name: 'touchstone-operator', identity, durationMs: 3000 },
       timing: { resyncMs: 60_000, statusIntervalMs: 500, backoffBaseMs: 200, backoffMaxMs: 1500 },
       log: {
@@ -93,18 +83,14 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'touchstone-operator-'));
-    langfuse = await LangfuseFake.start();
-    const now = Date.now();
-    for (let i = 1; i <= 3; i++) langfuse.add(...agentRun(i, now - i * 60_000));
-    ({ server, key } = await startOperatorServer(dir, NS, langfuse.credential));
+    touchstone = await startOperatorServer(dir, NS);
     kube = await FakeKube.start();
   }, 120_000);
 
   afterAll(async () => {
     for (const o of operators) await o.stop();
-    await kill9(server);
+    await touchstone?.close();
     await kube?.close();
-    await langfuse?.close();
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
@@ -122,15 +108,7 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
   it('a source naming a missing policy is admitted with a warning, and syncs once the policy exists', async () => {
     kube.apply(
       SOURCES,
-      resource('TraceSource', 'prod-langfuse', {
-        connector: 'langfuse',
-        endpoint: langfuse.url,
-        locations: ['production'],
-        credentials: { env: 'LANGFUSE_KEY' },
-        backfill: { since: '24h' },
-        poll: { interval: '1s' },
-        policies: ['quality'],
-      }),
+      resource('TraceSource', 'prod-langfuse', touchstone.sourceSpec(['quality'])),
     );
     const waiting = await readyWith(SOURCES, 'prod-langfuse', 'PolicyNotFound');
     expect(ready(waiting)).toMatchObject({ status: 'False' });
@@ -159,8 +137,8 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
     expect(typeof status.scored).toBe('number');
     expect(status.phase).toMatch(/^(backfilling|tailing)$/);
     expect(Date.parse(String(status.watermark))).toBeGreaterThan(0);
-    const server = (await api('GET', `/v1alpha1/sources/prod-langfuse?project=${NS}`)).body;
-    expect((server.status as Json).pulled).toBe(status.pulled);
+    const onServer = (await api('GET', `/v1alpha1/sources/prod-langfuse?project=${NS}`)).body;
+    expect((onServer.status as Json).pulled).toBe(status.pulled);
   }, 90_000);
 
   it('a Webhook whose Secret is missing gets a clear condition, and syncs once the Secret exists', async () => {
@@ -251,7 +229,7 @@ describe('touchstone operator against a fake Kubernetes API and a real server', 
   }, 60_000);
 
   it('with the server unreachable: backs off, reports a condition, deletes nothing', async () => {
-    await kill9(server);
+    await kill9(touchstone.server);
     const policy = get(POLICIES, 'quality') as Json;
     kube.apply(POLICIES, {
       ...policy,
