@@ -62,7 +62,13 @@ function contract(harness: StoreHarness): void {
   async function complete(
     id: string,
     labels: Record<string, string>,
-    opts: { at?: number; service?: string; digest?: string; previous?: string } = {},
+    opts: {
+      at?: number;
+      service?: string;
+      source?: string;
+      digest?: string;
+      previous?: string;
+    } = {},
   ): Promise<void> {
     const at = opts.at ?? T0;
     const now = at + (opts.previous === undefined ? 0 : 1);
@@ -73,7 +79,7 @@ function contract(harness: StoreHarness): void {
           traceId: id,
           spans: [span(id, at, `${now}`.padStart(16, '0'))],
           labels: {},
-          source: '',
+          source: opts.source ?? '',
         },
       ],
       now,
@@ -84,7 +90,7 @@ function contract(harness: StoreHarness): void {
         traceId: id,
         lastSpanAt: now,
         labels: {},
-        source: '',
+        source: opts.source ?? '',
         ...(opts.previous === undefined ? {} : { digest: opts.previous }),
       },
       {
@@ -148,13 +154,14 @@ function contract(harness: StoreHarness): void {
   });
 
   it('answers an empty page for filters that match nothing, and checks every other filter', async () => {
-    await complete(traceId(1), { team: 'a' }, { service: 'checkout' });
+    await complete(traceId(1), { team: 'a' }, { service: 'checkout', source: 'mlflow' });
     await complete(traceId(2), { team: 'a' }, { at: T0 + 10 });
     for (const filter of [
       { labels: { team: 'nowhere' } },
       { evaluator: 'nowhere' },
       { policy: 'quality', evaluator: 'nowhere' },
       { service: 'nowhere' },
+      { source: 'nowhere' },
       // Each matches a trace, but not the same one.
       { service: 'checkout', labels: { team: 'a' }, since: new Date(T0 + 5).toISOString() },
     ]) {
@@ -171,6 +178,8 @@ function contract(harness: StoreHarness): void {
     expect(await traceIds({ project: 'p', service: 'checkout', evaluator: 'exact' })).toEqual([
       traceId(1),
     ]);
+    expect(await traceIds({ project: 'p', source: 'mlflow' })).toEqual([traceId(1)]);
+    expect(await traceIds({ project: 'p', source: '' })).toEqual([traceId(2)]);
     expect(await scoredIds({ project: 'p', policy: 'quality', labels: { team: 'a' } })).toEqual([
       traceId(2),
       traceId(1),
@@ -205,9 +214,10 @@ describe('the plans of the leading probes on SQLite', () => {
         policy: 'quality',
         evaluator: 'nowhere',
         service: 'nowhere',
+        source: 'nowhere',
       });
       probes.push(...probesOf(db, { project: 'p', evaluator: 'nowhere' }));
-      expect(probes).toHaveLength(4);
+      expect(probes).toHaveLength(5);
       for (const probe of probes) {
         const { sql, parameters } = probe.compile();
         const plan = file

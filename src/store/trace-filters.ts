@@ -19,6 +19,8 @@ export interface IndexedFilter {
   policy?: string | undefined;
   evaluator?: string | undefined;
   service?: string | undefined;
+  /** Pulled traces' source (OTLP traces have none, and no entry in the index). */
+  source?: string | undefined;
 }
 
 type Probe = SelectQueryBuilder<Database, keyof Database, { trace_id: string }>;
@@ -44,6 +46,17 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
     if (filter.policy !== undefined) q = q.where('policy', '=', filter.policy);
     if (filter.evaluator !== undefined) q = q.where('evaluator', '=', filter.evaluator);
     probes.push(q);
+  }
+  if (filter.source !== undefined && filter.source !== '') {
+    probes.push(
+      db
+        .selectFrom('traces')
+        .select('trace_id')
+        .where('project', '=', project)
+        .where('source', '=', filter.source)
+        // Says the partial index applies (a bound value proves nothing to the planner).
+        .where('source', '<>', ''),
+    );
   }
   if (filter.service !== undefined) {
     probes.push(

@@ -9,7 +9,8 @@ import type { Migration } from '../migrate.js';
  * - `trace_labels`: one row per label of a completed trace, kept by triggers on `traces`, so that
  *   every writer of trace rows (completion, a bulk load) keeps it without knowing it exists;
  * - results by policy and evaluator, and by evaluator;
- * - traces by service in start order (the traces list's most used filter).
+ * - traces by service in start order (the traces list's most used filter), and pulled traces by
+ *   source.
  */
 export const readIndexes: Migration = {
   version: 14,
@@ -47,6 +48,13 @@ export const readIndexes: Migration = {
       .createIndex('traces_project_service_start_idx')
       .on('traces')
       .columns(['project', 'service', 'start_ms', 'trace_id'])
+      .execute();
+    // Pulled traces only: OTLP's (source '') are most traces, and their ingest pays no entry.
+    await db.schema
+      .createIndex('traces_project_source_idx')
+      .on('traces')
+      .columns(['project', 'source', 'trace_id'])
+      .where(sql.ref('source'), '<>', '')
       .execute();
   },
 };
