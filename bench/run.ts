@@ -16,6 +16,8 @@ const BENCHES: Record<string, () => Promise<void>> = {
   overload: async () => (await import('./overload.js')).main(),
   normalize: async () => (await import('./normalize.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
+  // 1M scored traces loaded in bulk (`--traces=N` for fewer), SQLite then PostgreSQL (long).
+  reads: async () => (await import('./reads/index.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
   runs: async () => (await import('./runs.js')).main(),
   sqlite: async () => (await import('./sqlite.js')).main(),
@@ -31,7 +33,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   // The fuzz targets of test/adversarial/fuzz for minutes each; by name only.
   fuzz: async () => (await import('./fuzz.js')).main(),
 };
-const BY_NAME_ONLY = new Set(['fuzz', 'overload', 'source-mlflow']);
+const BY_NAME_ONLY = new Set(['fuzz', 'overload', 'reads', 'source-mlflow']);
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const names = wanted.length > 0 ? wanted : Object.keys(BENCHES).filter((n) => !BY_NAME_ONLY.has(n));

@@ -73,6 +73,14 @@ export interface TracesTable {
   usage: Generated<string | null>;
 }
 
+/** One label of a completed trace (kept by triggers on `traces`: migration 14). */
+export interface TraceLabelsTable {
+  project: string;
+  key: string;
+  value: string;
+  trace_id: string;
+}
+
 export interface SpanChunksTable {
   project: string;
   trace_id: string;
@@ -410,6 +418,7 @@ export interface Database {
   audit_entries: AuditEntriesTable;
   leases: LeasesTable;
   traces: TracesTable;
+  trace_labels: TraceLabelsTable;
   span_chunks: SpanChunksTable;
   span_resources: SpanResourcesTable;
   webhooks: WebhooksTable;

@@ -38,6 +38,7 @@ import type {
   TraceStore,
 } from './ports.js';
 import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
+import { leadingTraces, traceIdIn } from './trace-filters.js';
 
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
@@ -582,6 +583,11 @@ export class KyselyTraceStore implements TraceStore {
   async list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>> {
     const limit = pageLimit(page);
     const after = decodePageToken(page.pageToken);
+    const lead =
+      filter.project === undefined
+        ? undefined
+        : await leadingTraces(this.db, { ...filter, project: filter.project });
+    if (lead?.length === 0) return { items: [] };
     let q = this.db
       .selectFrom('traces')
       .select([...SUMMARY_COLUMNS])
@@ -607,6 +613,7 @@ export class KyselyTraceStore implements TraceStore {
     if (labels !== undefined) q = q.where(labels);
     const scored = resultsExist(filter);
     if (scored !== undefined) q = q.where(scored);
+    if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {
       q = q.where((eb) =>
         eb(eb.refTuple('start_ms', 'trace_id'), '<', eb.tuple(after.at, after.id)),

@@ -12,6 +12,7 @@ import { readViews } from './0010-read-views.js';
 import { spanResources } from './0011-span-resources.js';
 import { audit } from './0012-audit.js';
 import { guardPolicies } from './0013-guard-policies.js';
+import { readIndexes } from './0014-read-indexes.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -31,4 +32,5 @@ export const MIGRATIONS: readonly Migration[] = [
   spanResources,
   audit,
   guardPolicies,
+  readIndexes,
 ];

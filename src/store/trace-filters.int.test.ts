@@ -1,0 +1,235 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  PG_URL,
+  pgHarness,
+  type StoreHarness,
+  type StoreTarget,
+  sqliteHarness,
+} from '../../test/support/stores.js';
+import { FakeClock, type Span } from '../core/index.js';
+import { openStore, type Store } from './index.js';
+import type { Database as Tables } from './schema.js';
+import { SQLITE_FILE_NAME } from './sqlite/backend.js';
+import { probesOf } from './trace-filters.js';
+
+/**
+ * The list filters that lead from their own index (migration 14): labels kept by triggers as
+ * completion sets and changes them, filters matching nothing, and (SQLite) the plans of the
+ * probes that decide, which must search an index rather than scan a table.
+ */
+
+const T0 = Date.parse('2026-03-01T00:00:00Z');
+const traceId = (n: number) => n.toString(16).padStart(32, '0');
+
+function span(id: string, at: number, spanId: string): Span {
+  return {
+    traceId: id,
+    spanId,
+    parentSpanId: '',
+    name: 'root',
+    kind: 1,
+    startTimeUnixNano: `${at}000000`,
+    endTimeUnixNano: `${at + 5}000000`,
+    attributes: {},
+    events: [],
+    links: [],
+    status: { code: 0, message: '' },
+    resource: { 'service.name': 'svc' },
+    scope: { name: 's', version: '1' },
+  };
+}
+
+function contract(harness: StoreHarness): void {
+  let target: StoreTarget;
+  let store: Store;
+
+  beforeEach(async () => {
+    target = await harness();
+    store = await target.open(new FakeClock(T0));
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await target.cleanup();
+  });
+
+  /** Stores a span of the trace and completes it with these labels (a new digest each time). */
+  async function complete(
+    id: string,
+    labels: Record<string, string>,
+    opts: {
+      at?: number;
+      service?: string;
+      source?: string;
+      digest?: string;
+      previous?: string;
+    } = {},
+  ): Promise<void> {
+    const at = opts.at ?? T0;
+    const now = at + (opts.previous === undefined ? 0 : 1);
+    await store.traces.appendSpans(
+      [
+        {
+          project: 'p',
+          traceId: id,
+          spans: [span(id, at, `${now}`.padStart(16, '0'))],
+          labels: {},
+          source: opts.source ?? '',
+        },
+      ],
+      now,
+    );
+    const done = await store.traces.complete(
+      {
+        project: 'p',
+        traceId: id,
+        lastSpanAt: now,
+        labels: {},
+        source: opts.source ?? '',
+        ...(opts.previous === undefined ? {} : { digest: opts.previous }),
+      },
+      {
+        record: { id, output: 'out' },
+        summary: {
+          traceId: id,
+          service: opts.service ?? 'svc',
+          name: 'root',
+          startTime: new Date(at).toISOString(),
+          durationMs: 5,
+          steps: 1,
+          error: false,
+          labels,
+        },
+      },
+      opts.digest ?? 'd1',
+      now,
+    );
+    expect(done.completed).toBe(true);
+    await store.results.insert(
+      {
+        project: 'p',
+        traceId: id,
+        policy: 'quality',
+        digest: opts.digest ?? 'd1',
+        results: [
+          {
+            evaluator: 'exact',
+            outcome: 'OUTCOME_SCORED',
+            scores: [{ name: 'exact', value: 1 }],
+            durationMs: 1,
+          },
+        ],
+        scoredAt: now,
+      },
+      false,
+    );
+  }
+
+  const traceIds = async (filter: Parameters<Store['traces']['list']>[0]) =>
+    (await store.traces.list(filter, { pageSize: 10 })).items.map((t) => t.traceId);
+  const scoredIds = async (filter: Parameters<Store['results']['list']>[0]) =>
+    (await store.results.list(filter, { pageSize: 10 })).items.map((t) => t.trace.traceId);
+
+  it('finds traces by the labels their completion set, and by new ones after a change', async () => {
+    await complete(traceId(1), { team: 'a', env: 'prod' });
+    await complete(traceId(2), { team: 'b', env: 'prod' }, { at: T0 + 10 });
+    expect(await traceIds({ project: 'p', labels: { team: 'a' } })).toEqual([traceId(1)]);
+    expect(await scoredIds({ project: 'p', labels: { team: 'b' } })).toEqual([traceId(2)]);
+    await complete(traceId(1), { team: 'c', env: 'prod' }, { digest: 'd2', previous: 'd1' });
+    expect(await traceIds({ project: 'p', labels: { team: 'a' } })).toEqual([]);
+    expect(await traceIds({ project: 'p', labels: { team: 'c' } })).toEqual([traceId(1)]);
+    expect(await scoredIds({ project: 'p', labels: { team: 'c', env: 'prod' } })).toEqual([
+      traceId(1),
+    ]);
+    // Two labels leading together still check both, newest first.
+    expect(await traceIds({ project: 'p', labels: { env: 'prod' } })).toEqual([
+      traceId(2),
+      traceId(1),
+    ]);
+  });
+
+  it('answers an empty page for filters that match nothing, and checks every other filter', async () => {
+    await complete(traceId(1), { team: 'a' }, { service: 'checkout', source: 'mlflow' });
+    await complete(traceId(2), { team: 'a' }, { at: T0 + 10 });
+    for (const filter of [
+      { labels: { team: 'nowhere' } },
+      { evaluator: 'nowhere' },
+      { policy: 'quality', evaluator: 'nowhere' },
+      { service: 'nowhere' },
+      { source: 'nowhere' },
+      // Each matches a trace, but not the same one.
+      { service: 'checkout', labels: { team: 'a' }, since: new Date(T0 + 5).toISOString() },
+    ]) {
+      expect(await traceIds({ project: 'p', ...filter })).toEqual([]);
+    }
+    for (const filter of [
+      { labels: { team: 'nowhere' } },
+      { evaluator: 'nowhere' },
+      { service: 'nowhere' },
+      { service: 'checkout', labels: { team: 'a' }, since: T0 + 5 },
+    ]) {
+      expect(await scoredIds({ project: 'p', ...filter })).toEqual([]);
+    }
+    expect(await traceIds({ project: 'p', service: 'checkout', evaluator: 'exact' })).toEqual([
+      traceId(1),
+    ]);
+    expect(await traceIds({ project: 'p', source: 'mlflow' })).toEqual([traceId(1)]);
+    expect(await traceIds({ project: 'p', source: '' })).toEqual([traceId(2)]);
+    expect(await scoredIds({ project: 'p', policy: 'quality', labels: { team: 'a' } })).toEqual([
+      traceId(2),
+      traceId(1),
+    ]);
+  });
+}
+
+describe('leading list filters on SQLite', () => {
+  contract(sqliteHarness('touchstone-trace-filters-'));
+});
+
+describe.skipIf(PG_URL === undefined || PG_URL === '')('leading list filters on PostgreSQL', () => {
+  contract(pgHarness(PG_URL ?? ''));
+});
+
+describe('the plans of the leading probes on SQLite', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'touchstone-trace-filters-plan-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('searches an index for every filter, never scans a table', async () => {
+    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
+    await store.close();
+    const file = new Database(join(dir, SQLITE_FILE_NAME));
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    try {
+      const probes = probesOf(db, {
+        project: 'p',
+        labels: { env: 'nowhere' },
+        policy: 'quality',
+        evaluator: 'nowhere',
+        service: 'nowhere',
+        source: 'nowhere',
+      });
+      probes.push(...probesOf(db, { project: 'p', evaluator: 'nowhere' }));
+      expect(probes).toHaveLength(5);
+      for (const probe of probes) {
+        const { sql, parameters } = probe.compile();
+        const plan = file
+          .prepare(`explain query plan ${sql}`)
+          .all(...(parameters as unknown[])) as { detail: string }[];
+        expect(plan.map((p) => p.detail).join('\n')).toMatch(
+          /^SEARCH \w+ USING (COVERING INDEX|PRIMARY KEY)/,
+        );
+        expect(plan.some((p) => p.detail.startsWith('SCAN'))).toBe(false);
+      }
+    } finally {
+      await db.destroy();
+    }
+  });
+});

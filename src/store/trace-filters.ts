@@ -1,0 +1,106 @@
+import { type Expression, type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { StoreDialect } from './ports.js';
+import type { Database } from './schema.js';
+
+/**
+ * Matching traces a filter may list from its own index and still lead a list query. A list walks
+ * its order index (start or scored time) and checks each trace against the filters, which costs
+ * (page size ÷ share of traces matching) rows: cheap for common values, the whole project for a
+ * value matching nothing. A filter matching at most this many traces leads instead: its traces are
+ * read by key and sorted. At this bound both ways cost about the same few milliseconds; the
+ * walk is left to filters matching more (at 1M traces, more than 0.5%).
+ */
+export const LEAD_MAX = 5000;
+
+/** The filters of the traces and scores lists that have an index of their own. */
+export interface IndexedFilter {
+  project: string;
+  labels?: Readonly<Record<string, string>> | undefined;
+  policy?: string | undefined;
+  evaluator?: string | undefined;
+  service?: string | undefined;
+  /** Pulled traces' source (OTLP traces have none, and no entry in the index). */
+  source?: string | undefined;
+}
+
+type Probe = SelectQueryBuilder<Database, keyof Database, { trace_id: string }>;
+
+/** A query listing the traces each indexed filter matches (by its own index). */
+export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
+  const { project } = filter;
+  const probes: Probe[] = [];
+  for (const [key, value] of Object.entries(filter.labels ?? {})) {
+    probes.push(
+      db
+        .selectFrom('trace_labels')
+        .select('trace_id')
+        .where('project', '=', project)
+        .where('key', '=', key)
+        .where('value', '=', value),
+    );
+  }
+  if (filter.policy !== undefined || filter.evaluator !== undefined) {
+    // Rows, not distinct traces (a trace has one per evaluator and version): `distinct` made
+    // PostgreSQL hash every result of a common policy before the limit applied.
+    let q = db.selectFrom('results').select('trace_id').where('project', '=', project);
+    if (filter.policy !== undefined) q = q.where('policy', '=', filter.policy);
+    if (filter.evaluator !== undefined) q = q.where('evaluator', '=', filter.evaluator);
+    probes.push(q);
+  }
+  if (filter.source !== undefined && filter.source !== '') {
+    probes.push(
+      db
+        .selectFrom('traces')
+        .select('trace_id')
+        .where('project', '=', project)
+        .where('source', '=', filter.source)
+        // Says the partial index applies (a bound value proves nothing to the planner).
+        .where('source', '<>', ''),
+    );
+  }
+  if (filter.service !== undefined) {
+    probes.push(
+      db
+        .selectFrom('traces')
+        .select('trace_id')
+        .where('project', '=', project)
+        .where('service', '=', filter.service),
+    );
+  }
+  return probes;
+}
+
+/**
+ * The traces that may match `filter` when some indexed filter is selective: those of the filter
+ * matching the fewest, at most LEAD_MAX (possibly none: the list is empty). Undefined when none
+ * is that selective: the caller walks its order index. The caller still applies every filter;
+ * these are candidates. Each filter is counted first (an index-only count of up to LEAD_MAX + 1
+ * entries, well under a millisecond); ids are read only for the one that leads.
+ */
+export async function leadingTraces(
+  db: Kysely<Database>,
+  filter: IndexedFilter,
+): Promise<string[] | undefined> {
+  let lead: { probe: Probe; n: number } | undefined;
+  for (const probe of probesOf(db, filter)) {
+    const row = await db
+      .selectFrom(probe.limit(LEAD_MAX + 1).as('m'))
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirst();
+    const n = Number(row?.n ?? 0);
+    if (n === 0) return [];
+    if (n <= LEAD_MAX && (lead === undefined || n < lead.n)) lead = { probe, n };
+  }
+  if (lead === undefined) return undefined;
+  return [...new Set((await lead.probe.execute()).map((r) => r.trace_id))];
+}
+
+/**
+ * `traces.trace_id` is one of `ids`, as one parameter (a JSON array on SQLite, an array on
+ * PostgreSQL): one statement text whatever their number, so SQLite compiles it once.
+ */
+export function traceIdIn(dialect: StoreDialect, ids: readonly string[]): Expression<SqlBool> {
+  return dialect === 'postgres'
+    ? sql<SqlBool>`traces.trace_id = any(${[...ids]}::text[])`
+    : sql<SqlBool>`traces.trace_id in (select value from json_each(${JSON.stringify(ids)}))`;
+}
