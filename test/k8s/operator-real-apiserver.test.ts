@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  AdmissionregistrationV1Api,
   ApiextensionsV1Api,
   CoordinationV1Api,
   CoreV1Api,
@@ -13,6 +14,7 @@ import { parse } from 'yaml';
 import { FINALIZER } from '../../src/operator/index.js';
 import { kubeMessage, kubeStatus } from '../../src/operator/kube.js';
 import { ENTRY, eventually } from '../support/process.js';
+import { makeCertificates, startTestWebhook } from './admission-harness.js';
 import { type OperatorServer, startOperatorServer } from './operator-server.js';
 import { chartCrds, RealKube, realApiServerMissing } from './real-apiserver.js';
 
@@ -296,11 +298,70 @@ describe.skipIf(realApiServerMissing !== undefined)(
       for (const op of operators) expect(op.stderr()).not.toContain(touchstone.key);
     }, 60_000);
 
-    // The validating admission webhook: this API server calls webhooks (its
-    // ValidatingAdmissionWebhook plug-in is on), so a test registers a
-    // ValidatingWebhookConfiguration whose clientConfig is `url: https://127.0.0.1:<port>/...`
-    // with the webhook's CA as caBundle (admissionregistration.k8s.io/v1 through kube.config()),
-    // then expects create() to be refused with the API's message.
-    it.todo('refuses at admission a custom resource the server would refuse (the webhook)');
+    it('refuses at admission what the server would refuse, with its message, through the webhook', async () => {
+      const certs = makeCertificates(dir, ['127.0.0.1'], 'webhook');
+      const webhook = await startTestWebhook({
+        serverUrl: touchstone.server.base,
+        apiKey: touchstone.key,
+        certFile: certs.certFile,
+        keyFile: certs.keyFile,
+      });
+      const admission = kube.config().makeApiClient(AdmissionregistrationV1Api);
+      const name = 'touchstone-admission-test';
+      try {
+        await admission.createValidatingWebhookConfiguration({
+          body: {
+            metadata: { name },
+            webhooks: [
+              {
+                name: 'validate.touchstone.dev',
+                clientConfig: {
+                  url: webhook.url,
+                  caBundle: Buffer.from(certs.ca).toString('base64'),
+                },
+                rules: [
+                  {
+                    apiGroups: ['touchstone.dev'],
+                    apiVersions: ['v1alpha1'],
+                    operations: ['CREATE', 'UPDATE'],
+                    resources: Object.values(plural),
+                  },
+                ],
+                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': NS } },
+                sideEffects: 'None',
+                admissionReviewVersions: ['v1'],
+                failurePolicy: 'Fail',
+                timeoutSeconds: 10,
+              },
+            ],
+          },
+        });
+        const bad = resource('OnlineEvalPolicy', 'bad-selector', {
+          selector: 'trace.attributes[',
+          stages: [{ evaluators: [{ ref: 'tool-errors' }] }],
+        });
+        // The API server picks a new webhook configuration up within a moment: dry runs (which
+        // call webhooks without side effects) until it refuses, then the real create.
+        await until(
+          async () => kubeStatus(await create(bad, 'All').catch((e: unknown) => e)) !== undefined,
+        );
+        const err = await create(bad).catch((e: unknown) => e);
+        // The webhook answers with the status the server's API gave (400 for a bad selector).
+        expect(kubeStatus(err)).toBe(400);
+        const message = kubeMessage(err);
+        expect(message).toContain('admission webhook "validate.touchstone.dev" denied the request');
+        expect(message).toContain('POLICY_CEL_INVALID');
+        expect(message).toMatch(/spec\.selector/);
+        expect(await get('OnlineEvalPolicy', 'bad-selector')).toBeUndefined();
+        // What the server accepts passes the same webhook.
+        const good = resource('OnlineEvalPolicy', 'admitted', {
+          stages: [{ evaluators: [{ ref: 'tool-errors' }] }],
+        });
+        await expect(create(good)).resolves.toBeDefined();
+      } finally {
+        await admission.deleteValidatingWebhookConfiguration({ name }).catch(() => undefined);
+        await webhook.admission.stop();
+      }
+    }, 60_000);
   },
 );
