@@ -6,7 +6,6 @@ import {
   issuesToDetails,
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
-  ResourceNameSchema,
   StoredResourceMetadataSchema,
 } from '../core/index.js';
 import { PII_DETECTORS, SECRET_DETECTORS } from '../redaction/index.js';

@@ -9,7 +9,6 @@ import {
   isTouchstoneError,
   RESOURCE_API_VERSION,
   RESOURCE_PROJECT_LABEL,
-  ResourceNameSchema,
   StoredResourceMetadataSchema,
   uniqueDetails,
 } from '../core/index.js';
