@@ -9,3 +9,15 @@ export function percentile(values: readonly number[], p: number): number {
 export function fmt(n: number, digits = 3): string {
   return n.toFixed(digits);
 }
+
+/** One GET: its time to the whole body, and the body as JSON; anything but 200 throws. */
+export async function timedGet(
+  url: string,
+): Promise<{ ms: number; body: Record<string, unknown> }> {
+  const started = performance.now();
+  const res = await fetch(url);
+  const text = await res.text();
+  const ms = performance.now() - started;
+  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
+  return { ms, body: JSON.parse(text) as Record<string, unknown> };
+}

@@ -29,7 +29,7 @@ import { SQLITE_FILE_NAME } from '../src/store/sqlite/backend.js';
 import { ENTRY, freePort, type ServerProcess, serveArgs } from '../test/support/process.js';
 import { freshPgSchema } from '../test/support/stores.js';
 import { recordSpans, sendSpans, wideTrace } from '../test/ui/data.js';
-import { fmt, percentile } from './stats.js';
+import { fmt, percentile, timedGet } from './stats.js';
 
 const TRACES = Number(process.env.BENCH_UI_TRACES ?? 1_000_000);
 const ROUNDS = Number(process.env.BENCH_UI_ROUNDS ?? 100);
@@ -127,15 +127,6 @@ async function serve(args: string[]): Promise<ServerProcess> {
   return { proc, output: () => out, exited };
 }
 
-async function timed(url: string): Promise<{ ms: number; body: Record<string, unknown> }> {
-  const started = performance.now();
-  const res = await fetch(url);
-  const text = await res.text();
-  const ms = performance.now() - started;
-  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
-  return { ms, body: JSON.parse(text) as Record<string, unknown> };
-}
-
 /** Times `rounds` requests after `warm` unmeasured ones; prints p50/p95/max. */
 async function measure(
   label: string,
@@ -143,9 +134,9 @@ async function measure(
   rounds = ROUNDS,
   warm = 5,
 ): Promise<number[]> {
-  for (let i = 0; i < warm; i++) await timed(url());
+  for (let i = 0; i < warm; i++) await timedGet(url());
   const times: number[] = [];
-  for (let i = 0; i < rounds; i++) times.push((await timed(url())).ms);
+  for (let i = 0; i < rounds; i++) times.push((await timedGet(url())).ms);
   console.log(
     `  ${label.padEnd(46)} p50 ${fmt(percentile(times, 50), 1).padStart(7)} ms  p95 ${fmt(percentile(times, 95), 1).padStart(7)} ms  max ${fmt(Math.max(...times), 1).padStart(7)} ms`,
   );
@@ -184,7 +175,9 @@ async function listFigures(base: string): Promise<number[]> {
   for (let r = 0; r < Math.max(1, Math.floor(ROUNDS / 20)); r++) {
     let token: string | undefined;
     for (let p = 0; p < 20; p++) {
-      const { ms, body } = await timed(token === undefined ? list : `${list}&page_token=${token}`);
+      const { ms, body } = await timedGet(
+        token === undefined ? list : `${list}&page_token=${token}`,
+      );
       deep.push(ms);
       token = body.next_page_token as string | undefined;
     }

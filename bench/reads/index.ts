@@ -24,7 +24,7 @@ import { SQLITE_FILE_NAME } from '../../src/store/sqlite/backend.js';
 import { kill9, launchServer } from '../../test/support/process.js';
 import { freshPgSchema } from '../../test/support/stores.js';
 import { recordSpans, sendSpans, wideTrace } from '../../test/ui/data.js';
-import { fmt, percentile } from '../stats.js';
+import { fmt, percentile, timedGet } from '../stats.js';
 import { DAY, PROJECT, seedStatements } from './seed.js';
 
 function flag(name: string): string | undefined {
@@ -51,21 +51,12 @@ interface Figure {
   budget: number;
 }
 
-async function timed(url: string): Promise<{ ms: number; body: Record<string, unknown> }> {
-  const started = performance.now();
-  const res = await fetch(url);
-  const text = await res.text();
-  const ms = performance.now() - started;
-  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
-  return { ms, body: JSON.parse(text) as Record<string, unknown> };
-}
-
 /** Times ROUNDS requests after 3 unmeasured ones; prints p50/p95/max and how many items. */
 async function measure(label: string, url: string, budget: number): Promise<Figure> {
   let first: Record<string, unknown> = {};
-  for (let i = 0; i < 3; i++) first = (await timed(url)).body;
+  for (let i = 0; i < 3; i++) first = (await timedGet(url)).body;
   const times: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) times.push((await timed(url)).ms);
+  for (let i = 0; i < ROUNDS; i++) times.push((await timedGet(url)).ms);
   const items = (first.entries ?? first.traces ?? first.series) as unknown[] | undefined;
   const p95 = percentile(times, 95);
   console.log(
@@ -78,7 +69,7 @@ async function measure(label: string, url: string, budget: number): Promise<Figu
 async function tokenOfPage(url: string, n: number): Promise<string> {
   let token = '';
   for (let p = 1; p < n; p++) {
-    const { body } = await timed(token === '' ? url : `${url}&page_token=${token}`);
+    const { body } = await timedGet(token === '' ? url : `${url}&page_token=${token}`);
     token = String(body.next_page_token ?? '');
     if (token === '') throw new Error(`${url}: fewer than ${n} pages`);
   }
