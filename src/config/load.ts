@@ -39,6 +39,7 @@ const NON_CONFIG_ENV = new Set([
   'TOUCHSTONE_KUBE_APISERVER',
   'TOUCHSTONE_KUBE_APISERVER_BUILD_TIMEOUT',
   'TOUCHSTONE_ETCD',
+  'TOUCHSTONE_DOCKERFILE_LINT',
 ]);
 
 type Tree = { [key: string]: unknown };

@@ -1,12 +1,30 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 
 /**
  * The container image definition, checked statically: no image builder can run on the test
  * machines (no container daemon, and no registry to pull the base image from), so these are the
- * Dockerfile rules that matter, as a linter would check them.
+ * Dockerfile rules that matter here, and then BuildKit's own linter (test/k8s/dockerfile-lint,
+ * built by .ci/run) over the file.
  */
+
+/** BuildKit's Dockerfile linter, built from test/k8s/dockerfile-lint. */
+const LINT = process.env.TOUCHSTONE_DOCKERFILE_LINT ?? '';
+const lintMissing =
+  LINT === '' || !existsSync(LINT)
+    ? 'no dockerfile-lint: build it with `bash -c "source .ci/run && setup_dockerfile_lint"` and export the TOUCHSTONE_DOCKERFILE_LINT it prints'
+    : undefined;
+if (lintMissing !== undefined)
+  console.warn(`dockerfile.test.ts: linter tests skipped: ${lintMissing}`);
+
+function lint(file: string): { status: number | null; out: string } {
+  const res = spawnSync(LINT, [file], { encoding: 'utf8' });
+  return { status: res.status, out: `${res.stdout}${res.stderr}` };
+}
 
 interface Instruction {
   op: string;
@@ -151,5 +169,26 @@ describe('Dockerfile', () => {
     const config = parse(readFileSync('deploy/docker/config.yaml', 'utf8'));
     expect(config.listen).toBe(`0.0.0.0:${values.server.port}`);
     expect(config.data_dir).toBe('/var/lib/touchstone');
+  });
+});
+
+describe.skipIf(lintMissing !== undefined)("BuildKit's Dockerfile linter", () => {
+  it('finds nothing to say about the Dockerfile', () => {
+    expect(lint('Dockerfile')).toEqual({ status: 0, out: '' });
+  });
+
+  it('does check: a Dockerfile breaking its rules gets a warning per rule, and exit 1', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'touchstone-dockerfile-'));
+    try {
+      const file = join(dir, 'Dockerfile');
+      writeFileSync(file, 'FROM node:24-slim as Build\nMAINTAINER someone\nENV a b\n');
+      const { status, out } = lint(file);
+      expect(status).toBe(1);
+      for (const rule of ['StageNameCasing', 'FromAsCasing', 'MaintainerDeprecated']) {
+        expect(out).toContain(rule);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
