@@ -81,6 +81,28 @@ function replay(socket: Socket, head: Buffer): Duplex {
   return stream;
 }
 
+/** How long a connection closed after a refusal keeps reading what its client still sends. */
+const LINGER_MS = 2000;
+
+/**
+ * Closes like nginx's lingering close. Node ends a connection whose response says `Connection:
+ * close` (a body refused unread: 413, 503) with `destroySoon()`: the socket is destroyed as soon
+ * as the answer is written, and closing it with bytes of the refused body still unread makes the
+ * kernel send a reset, which discards the answer on the client's side when it arrives first —
+ * the client sees a reset instead of its 413. Instead the answer is followed by a half-close, the
+ * body goes on being read and discarded by the HTTP parser, and the socket is destroyed when the
+ * client closes too, or after LINGER_MS.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = () => {
+    if (socket.destroyed) return;
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
 /**
  * Returns an `http.Server` (what Fastify expects from `serverFactory`) that also speaks h2c.
  * `close()`, `closeIdleConnections()` and `closeAllConnections()` also close the HTTP/2
@@ -135,6 +157,7 @@ export function createFrontServer(handler: Handler, options: FrontServerOptions 
       // The peeked bytes go back in front of the stream; the HTTP/1.1 parser reads them first.
       if (head.length > 0) socket.unshift(head);
       for (const listener of serveH1) listener.call(h1, socket);
+      lingerOnClose(socket);
       socket.resume();
     };
     const onData = (chunk: Buffer) => {
