@@ -91,4 +91,45 @@ describe('front server', () => {
     await new Promise<void>((resolve) => other.close(() => resolve()));
     await closedSession;
   });
+
+  it('after refusing a body unread, keeps reading what the client still sends instead of resetting', async () => {
+    const refusing = createFrontServer((_req, res) => {
+      res.writeHead(413, { connection: 'close', 'content-type': 'text/plain' });
+      res.end('too large');
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const { port: refusingPort } = refusing.address() as { port: number };
+    try {
+      // Half-open: the client goes on sending after the server's FIN, as a client mid-upload does.
+      const socket = connectTcp({ port: refusingPort, host: '127.0.0.1', allowHalfOpen: true });
+      const errors: string[] = [];
+      let out = '';
+      let ended = false;
+      socket.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+      socket.on('data', (d: Buffer) => {
+        out += d.toString('latin1');
+      });
+      socket.on('end', () => {
+        ended = true;
+      });
+      await new Promise((r) => socket.once('connect', r));
+      const mib = Buffer.alloc(1024 * 1024, 'A');
+      socket.write(`POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: ${8 * mib.length}\r\n\r\n`);
+      socket.write(mib);
+      while (!out.includes('too large')) await new Promise((r) => setTimeout(r, 10));
+      // Closed at once, the server's side would answer these bytes with a reset.
+      for (let i = 0; i < 3; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        socket.write(mib);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      expect(out).toMatch(/^HTTP\/1\.1 413/);
+      expect(ended).toBe(true);
+      expect(errors).toEqual([]);
+      socket.destroy();
+    } finally {
+      refusing.closeAllConnections();
+      await new Promise<void>((resolve) => refusing.close(() => resolve()));
+    }
+  });
 });
