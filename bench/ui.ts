@@ -21,14 +21,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
-import pg from 'pg';
-import { systemClock } from '../src/core/index.js';
-import { openStore, type StoreConfig } from '../src/store/index.js';
-import { SQLITE_FILE_NAME } from '../src/store/sqlite/backend.js';
+import type { StoreConfig } from '../src/store/index.js';
 import { ENTRY, freePort, type ServerProcess, serveArgs } from '../test/support/process.js';
 import { freshPgSchema } from '../test/support/stores.js';
 import { recordSpans, sendSpans, wideTrace } from '../test/ui/data.js';
+import { bulkLoad } from './bulk-load.js';
 import { fmt, percentile, timedGet } from './stats.js';
 
 const TRACES = Number(process.env.BENCH_UI_TRACES ?? 1_000_000);
@@ -77,33 +74,6 @@ function seedSql(dialect: 'sqlite' | 'postgres'): string[] {
        scored_at
      from traces where project = '${PROJECT}'`,
   ];
-}
-
-async function seed(
-  dataDir: string,
-  storeConfig: StoreConfig,
-  pgUrl: string | undefined,
-): Promise<number> {
-  // Migrations first, through the store as the server would run them.
-  const store = await openStore(storeConfig, { clock: systemClock, dataDir });
-  await store.close();
-  const started = performance.now();
-  if (pgUrl === undefined) {
-    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
-    db.pragma('journal_mode = WAL');
-    db.transaction(() => {
-      for (const statement of seedSql('sqlite')) db.exec(statement);
-    })();
-    db.exec('analyze');
-    db.close();
-  } else {
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect();
-    for (const statement of seedSql('postgres')) await client.query(statement);
-    await client.query('analyze');
-    await client.end();
-  }
-  return performance.now() - started;
 }
 
 async function serve(args: string[]): Promise<ServerProcess> {
@@ -243,7 +213,7 @@ async function run(
   console.log(
     `${label}: writing ${TRACES.toLocaleString()} traces and results (load average ${load()})`,
   );
-  const seeded = await seed(dataDir, storeConfig, pgUrl);
+  const seeded = await bulkLoad(dataDir, storeConfig, pgUrl, seedSql);
   console.log(`${label}: seeded in ${fmt(seeded / 1000, 1)} s`);
   const port = await freePort();
   const server = await serve(serveArgs(dataDir, port, config));

@@ -16,14 +16,13 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import pg from 'pg';
-import { systemClock } from '../../src/core/index.js';
-import { openStore, type StoreConfig } from '../../src/store/index.js';
+import type { StoreConfig } from '../../src/store/index.js';
 import { SQLITE_FILE_NAME } from '../../src/store/sqlite/backend.js';
 import { kill9, launchServer } from '../../test/support/process.js';
 import { freshPgSchema } from '../../test/support/stores.js';
 import { recordSpans, sendSpans, wideTrace } from '../../test/ui/data.js';
+import { bulkLoad } from '../bulk-load.js';
 import { fmt, percentile, timedGet } from '../stats.js';
 import { DAY, PROJECT, seedStatements } from './seed.js';
 
@@ -179,32 +178,6 @@ async function traceFigures(base: string): Promise<Figure[]> {
   ];
 }
 
-async function seed(dataDir: string, storeConfig: StoreConfig, pgUrl?: string): Promise<number> {
-  // Migrations (and the triggers they install) first, through the store as a server runs them.
-  const store = await openStore(storeConfig, { clock: systemClock, dataDir });
-  await store.close();
-  const started = performance.now();
-  if (pgUrl === undefined) {
-    const db = new Database(join(dataDir, SQLITE_FILE_NAME));
-    db.pragma('journal_mode = WAL');
-    db.transaction(() => {
-      for (const statement of seedStatements('sqlite', TRACES, NOW)) db.exec(statement);
-    })();
-    db.exec('analyze');
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    db.close();
-  } else {
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect();
-    await client.query('begin');
-    for (const statement of seedStatements('postgres', TRACES, NOW)) await client.query(statement);
-    await client.query('commit');
-    await client.query('vacuum analyze');
-    await client.end();
-  }
-  return performance.now() - started;
-}
-
 async function databaseBytes(dataDir: string, pgUrl?: string): Promise<number> {
   if (pgUrl === undefined) {
     const file = join(dataDir, SQLITE_FILE_NAME);
@@ -254,7 +227,9 @@ async function run(name: string, storeConfig: StoreConfig, pgUrl?: string): Prom
     console.log(
       `${name}: loading ${TRACES.toLocaleString()} scored traces (load average ${load()})`,
     );
-    const seeded = await seed(dataDir, storeConfig, pgUrl);
+    const seeded = await bulkLoad(dataDir, storeConfig, pgUrl, (d) =>
+      seedStatements(d, TRACES, NOW),
+    );
     const bytes = await databaseBytes(dataDir, pgUrl);
     console.log(
       `${name}: loaded in ${fmt(seeded / 1000, 1)} s; database ${fmt(bytes / 2 ** 20, 0)} MiB, ${fmt(bytes / TRACES, 0)} bytes per trace (with its results)`,
