@@ -2,8 +2,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { systemClock } from '../src/core/index.js';
-import { openStore, type StoreConfig } from '../src/store/index.js';
-import { SQLITE_FILE_NAME } from '../src/store/sqlite/backend.js';
+import { openStore, SQLITE_FILE_NAME, type StoreConfig } from '../src/store/index.js';
 
 /**
  * Writes a bench's rows straight into the store's tables: the store's migrations (and the
