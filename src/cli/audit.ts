@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { AuditTrail, OPEN_PRINCIPAL } from '../auth/index.js';
-import { systemClock } from '../core/index.js';
 import type { AuditEntry, AuditFilter } from '../store/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
@@ -76,14 +73,14 @@ export function auditCommand(program: Command, io: CliIO): void {
         const body = await client.call<{ entries: AuditEntry[] }>('GET', `v1alpha1/audit?${q}`);
         return body.entries;
       },
-      async (store) => {
-        const trail = new AuditTrail({
+      async (store, kit) => {
+        const trail = new kit.AuditTrail({
           store: store.audit,
-          clock: systemClock,
+          clock: kit.systemClock,
           retentionMs: 0,
-          logger: pino({ level: 'silent' }),
+          logger: kit.silentLogger(),
         });
-        return (await trail.list(OPEN_PRINCIPAL, filter, { pageSize: limit })).items;
+        return (await trail.list(kit.OPEN_PRINCIPAL, filter, { pageSize: limit })).items;
       },
     );
     io.stdout.write(

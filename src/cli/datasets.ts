@@ -1,14 +1,11 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
-import {
-  createDatasetService,
-  DATASET_LIMITS,
-  type DatasetFormat,
-  type DatasetService,
-  type DatasetUploadResult,
-  type DatasetView,
+import type { Principal } from '../auth/index.js';
+import type {
+  DatasetFormat,
+  DatasetService,
+  DatasetUploadResult,
+  DatasetView,
 } from '../datasets/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO } from './io.js';
@@ -45,7 +42,8 @@ function formatOf(file: string, given: string | undefined): DatasetFormat | unde
   return undefined;
 }
 
-function readUpload(file: string): Buffer {
+async function readUpload(file: string): Promise<Buffer> {
+  const { DATASET_LIMITS } = await import('../datasets/index.js');
   let size: number;
   try {
     size = statSync(file).size;
@@ -77,15 +75,13 @@ function print(io: CliIO, flags: { json?: boolean }, result: DatasetUploadResult
 async function locally<T>(
   flags: TargetFlags,
   io: CliIO,
-  fn: (service: ReturnType<typeof createDatasetService>) => Promise<T>,
+  fn: (service: DatasetService, caller: Principal) => Promise<T>,
 ): Promise<T> {
   const config = configFromFlags(flags, io);
-  const service = createDatasetService(config, {
-    env: io.env,
-    logger: pino({ level: 'silent' }),
-  });
+  const kit = await import('./local.js');
+  const service = kit.createDatasetService(config, { env: io.env, logger: kit.silentLogger() });
   try {
-    return await fn(service);
+    return await fn(service, kit.OPEN_PRINCIPAL);
   } finally {
     await service.close();
   }
@@ -145,7 +141,7 @@ export function datasetsCommand(program: Command, io: CliIO): void {
       ),
   ).action(async (file: string, flags: DatasetFlags) => {
     const format = formatOf(file, flags.format);
-    const body = readUpload(file);
+    const body = await readUpload(file);
     const query = new URLSearchParams({
       ...(flags.project === undefined ? {} : { project: flags.project }),
       ...(format === undefined ? {} : { format }),
@@ -172,12 +168,8 @@ export function datasetsCommand(program: Command, io: CliIO): void {
         }
       },
       () =>
-        locally(flags, io, (service) =>
-          service.upload(
-            OPEN_PRINCIPAL,
-            { project: flags.project, name: flags.name, format },
-            body,
-          ),
+        locally(flags, io, (service, caller) =>
+          service.upload(caller, { project: flags.project, name: flags.name, format }, body),
         ),
     );
     print(io, flags, result);
@@ -204,8 +196,8 @@ export function datasetsCommand(program: Command, io: CliIO): void {
         return { ...imported, records: Number(imported.records) };
       },
       () =>
-        locally(flags, io, (service) =>
-          service.import(OPEN_PRINCIPAL, { project: flags.project, name: flags.name, format, uri }),
+        locally(flags, io, (service, caller) =>
+          service.import(caller, { project: flags.project, name: flags.name, format, uri }),
         ),
     );
     print(io, flags, result);

@@ -1,7 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { createLocalEvaluation } from '../app/index.js';
 import { type Result, scoreNumber } from '../core/index.js';
 import type { EvaluatorRef, RecordResults } from '../evaluators/index.js';
 import { EXIT } from './exit-codes.js';
@@ -158,9 +156,10 @@ export function evaluateCommand(program: Command, io: CliIO, stdin: () => string
             flags.config === undefined ? {} : { config: flags.config },
             io,
           );
-          const local = await createLocalEvaluation(config, {
+          const kit = await import('./local.js');
+          const local = await kit.createLocalEvaluation(config, {
             env: io.env,
-            logger: pino({ level: 'silent' }),
+            logger: kit.silentLogger(),
           });
           try {
             results = await local.service.evaluate(request);

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { createLocalEvaluation } from '../app/index.js';
 import type { EvaluatorTypeView } from '../evaluators/index.js';
 import type { CliIO } from './io.js';
 import { configFromFlags } from './serve.js';
@@ -34,9 +32,10 @@ function typeText(t: EvaluatorTypeView): string {
 /** The evaluator types of this build, as a server would list them for the same config. */
 async function localTypes(flags: TargetFlags, io: CliIO): Promise<EvaluatorTypeView[]> {
   const config = configFromFlags(flags, io);
-  const local = await createLocalEvaluation(config, {
+  const kit = await import('./local.js');
+  const local = await kit.createLocalEvaluation(config, {
     env: io.env,
-    logger: pino({ level: 'silent' }),
+    logger: kit.silentLogger(),
   });
   try {
     return local.service.describeTypes();

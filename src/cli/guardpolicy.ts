@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { localGuardPolicies } from '../app/index.js';
 import type { GuardPolicyView } from '../guardrails/index.js';
 import type { CliIO } from './io.js';
 import { localScope, resourceCommand } from './resources.js';
 
-const withGuardPolicies = localScope(localGuardPolicies);
+const withGuardPolicies = localScope((kit) => kit.localGuardPolicies);
 
 interface GuardPolicyShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };

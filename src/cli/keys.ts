@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { type ApiKey, KeyService, OPEN_PRINCIPAL, ROLES, type Role } from '../auth/index.js';
-import { systemClock } from '../core/index.js';
+import type { ApiKey, KeyService, Principal } from '../auth/index.js';
+import { ROLES, type Role } from '../core/index.js';
 import type { ApiClient } from './client.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
@@ -18,10 +18,10 @@ function withKeys<T>(
   flags: TargetFlags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
-  local: (keys: KeyService) => Promise<T>,
+  local: (keys: KeyService, caller: Principal) => Promise<T>,
 ): Promise<T> {
-  return withTarget(flags, io, remote, (store) =>
-    local(new KeyService({ keys: store.keys, clock: systemClock })),
+  return withTarget(flags, io, remote, (store, kit) =>
+    local(new kit.KeyService({ keys: store.keys, clock: kit.systemClock }), kit.OPEN_PRINCIPAL),
   );
 }
 
@@ -81,7 +81,7 @@ export function keysCommand(program: Command, io: CliIO): void {
         flags,
         io,
         (c) => c.call<{ key: ApiKey; secret: string }>('POST', 'v1alpha1/keys', request),
-        (k) => k.create(OPEN_PRINCIPAL, request),
+        (k, caller) => k.create(caller, request),
       );
       if (flags.json) {
         io.stdout.write(`${JSON.stringify(created, null, 2)}\n`);
@@ -106,7 +106,7 @@ export function keysCommand(program: Command, io: CliIO): void {
         flags,
         io,
         (c) => remotePage<ApiKey>(c, 'v1alpha1/keys', 'keys', flags.project, token),
-        (k) => k.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
+        (k, caller) => k.list(caller, flags.project, localPage(token)),
       ),
     );
     io.stdout.write(
@@ -126,7 +126,7 @@ export function keysCommand(program: Command, io: CliIO): void {
         c
           .call<{ key: ApiKey }>('DELETE', `v1alpha1/keys/${encodeURIComponent(id)}`)
           .then((r) => r.key),
-      (k) => k.revoke(OPEN_PRINCIPAL, id),
+      (k, caller) => k.revoke(caller, id),
     );
     io.stdout.write(
       flags.json ? `${JSON.stringify(revoked, null, 2)}\n` : `revoked key ${revoked.id}\n`,

@@ -3,8 +3,7 @@ import { ApiCallError, ApiClient } from './client.js';
 import { credentialsPath, removeSignIn, saveSignIn, storedSignIn } from './credentials-file.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO } from './io.js';
-import { type Flow, issuerUrl, type SignedInIdentity, scopeOf } from './sign-in.js';
-import { signIn } from './sign-in-flows.js';
+import type { Flow, SignedInIdentity } from './sign-in.js';
 import { namedServerUrl, remoteOrLocal, type TargetFlags, targetOptions } from './target.js';
 
 /** What `GET /v1alpha1/whoami` answers (the fields shown). */
@@ -121,6 +120,9 @@ export function loginCommand(program: Command, io: CliIO): void {
             `touchstone login needs --issuer URL and --client-id ID the first time for ${server} (ask whoever runs it)`,
           );
         }
+        // Signing in loads the HTTP and token code; other commands do not need it.
+        const { issuerUrl, scopeOf } = await import('./sign-in.js');
+        const { signIn } = await import('./sign-in-flows.js');
         const issuer = issuerUrl(rawIssuer);
         const identity = await signIn({
           issuer,

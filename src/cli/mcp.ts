@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { createApp } from '../app/index.js';
-import { MCP_PATH, type PostMcp, serveStdio } from '../mcp/index.js';
+import type { PostMcp } from '../mcp/index.js';
 import type { ApiClient } from './client.js';
 import type { CliIO } from './io.js';
 import { configFromFlags, type ServerFlags } from './serve.js';
@@ -17,9 +16,9 @@ function authorization(token: string | undefined): Record<string, string> {
 }
 
 /** Each message posted to a remote server's `/mcp` with the command's credential. */
-function remotePost(client: ApiClient): PostMcp {
+function remotePost(client: ApiClient, path: string): PostMcp {
   return async (message) => {
-    const res = await fetch(`${client.baseUrl}${MCP_PATH}`, {
+    const res = await fetch(`${client.baseUrl}${path}`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -55,11 +54,13 @@ export function mcpCommand(
     .option('--data-dir <dir>', 'data directory (local mode, default ./.touchstone)')
     .action(async (flags: McpFlags) => {
       const streams = { stdin, stdout: io.stdout };
+      const { MCP_PATH, serveStdio } = await import('../mcp/index.js');
       await remoteOrLocal(
         flags,
         io,
-        (client) => serveStdio(remotePost(client), streams),
+        (client) => serveStdio(remotePost(client, MCP_PATH), streams),
         async () => {
+          const { createApp } = await import('./local.js');
           const app = await createApp(configFromFlags(flags, io), { env: io.env });
           try {
             const headers = {

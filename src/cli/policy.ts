@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { localPolicies } from '../app/index.js';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
 import type { PolicyView } from '../policies/index.js';
 import type { CliIO } from './io.js';
 import {
@@ -14,7 +12,7 @@ import { targetOptions } from './target.js';
 
 type Flags = ResourceFlags;
 
-const withPolicies = localScope(localPolicies);
+const withPolicies = localScope((kit) => kit.localPolicies);
 
 interface PolicyShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };
@@ -95,9 +93,9 @@ function rescoreVerb(policy: Command, io: CliIO): void {
             since: flags.since,
           },
         ),
-      (s) => {
+      (s, caller) => {
         local = true;
-        return s.rescore(OPEN_PRINCIPAL, flags.project, name, flags.since);
+        return s.rescore(caller, flags.project, name, flags.since);
       },
     );
     printResult(

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { LocalService } from '../app/index.js';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
+import type { Principal } from '../auth/index.js';
 import type { Config } from '../config/index.js';
 import type { Store } from '../store/index.js';
 import type { ApiClient } from './client.js';
@@ -10,6 +10,7 @@ import { configFromFlags } from './serve.js';
 import {
   allPages,
   type ListPage,
+  type LocalKit,
   localPage,
   remotePage,
   type TargetFlags,
@@ -86,38 +87,35 @@ export async function applyDocuments<T>(
 
 /**
  * How a resource command reaches its resources: `remote` against a server, or `local` on the
- * local data dir's service (`localScope`).
+ * local data dir's service (`localScope`), called as the local user (`caller`).
  */
 export type ResourceScope<S> = <T>(
   flags: ResourceFlags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
-  local: (service: S) => Promise<T>,
+  local: (service: S, caller: Principal) => Promise<T>,
 ) => Promise<T>;
 
 /**
- * The scope of a resource whose local service `open` builds (app/'s local builders): against a
- * server through `remote`, else on the local data dir through the service the server uses.
+ * The scope of a resource whose local service the builder `pick` names (app/'s local builders,
+ * from the local kit): against a server through `remote`, else on the local data dir through the
+ * service the server uses.
  */
 export function localScope<S>(
-  open: (config: Config, store: Store, env: CliIO['env']) => LocalService<S>,
+  pick: (kit: LocalKit) => (config: Config, store: Store, env: CliIO['env']) => LocalService<S>,
 ): ResourceScope<S> {
   return (flags, io, remote, local) =>
-    withTarget(flags, io, remote, async (store) => {
-      const { service, close } = open(configFromFlags(flags, io), store, io.env);
+    withTarget(flags, io, remote, async (store, kit) => {
+      const { service, close } = pick(kit)(configFromFlags(flags, io), store, io.env);
       try {
-        return await local(service);
+        return await local(service, kit.OPEN_PRINCIPAL);
       } finally {
         await close();
       }
     });
 }
 
-type NamedCall = (
-  caller: typeof OPEN_PRINCIPAL,
-  project: string | undefined,
-  name: string,
-) => Promise<unknown>;
+type NamedCall = (caller: Principal, project: string | undefined, name: string) => Promise<unknown>;
 
 /**
  * One call on the named resource: `get` and `delete` are GET and DELETE on its path, any other
@@ -138,13 +136,13 @@ export function callNamed<K extends string, S extends Record<K, NamedCall>>(
     flags,
     io,
     (c) => c.call<V>(method, resourcePath(plural, name, flags, suffix)),
-    (s) => s[verb](OPEN_PRINCIPAL, flags.project, name) as Promise<V>,
+    (s, caller) => s[verb](caller, flags.project, name) as Promise<V>,
   );
 }
 
 interface Listing<V> {
   list(
-    caller: typeof OPEN_PRINCIPAL,
+    caller: Principal,
     project: string | undefined,
     page: ReturnType<typeof localPage>,
   ): Promise<ListPage<V>>;
@@ -164,7 +162,7 @@ export async function listResources<V>(
       flags,
       io,
       (c) => remotePage<V>(c, `v1alpha1/${plural}`, plural, flags.project, token),
-      (s) => s.list(OPEN_PRINCIPAL, flags.project, localPage(token)),
+      (s, caller) => s.list(caller, flags.project, localPage(token)),
     ),
   );
   printResult(io, flags, all, table(headers, all.map(row)));
@@ -173,12 +171,12 @@ export async function listResources<V>(
 /** What a resource's local service offers the generic verbs (the kit's ResourceService does). */
 export interface ResourceVerbsService<V, A> extends Listing<V> {
   apply(
-    caller: typeof OPEN_PRINCIPAL,
+    caller: Principal,
     input: unknown,
     options: { project?: string; validateOnly?: boolean },
   ): Promise<A>;
-  get(caller: typeof OPEN_PRINCIPAL, project: string | undefined, name: string): Promise<V>;
-  delete(caller: typeof OPEN_PRINCIPAL, project: string | undefined, name: string): Promise<V>;
+  get(caller: Principal, project: string | undefined, name: string): Promise<V>;
+  delete(caller: Principal, project: string | undefined, name: string): Promise<V>;
 }
 
 /**
@@ -226,8 +224,8 @@ async function applyVerb<V, A>(
       flags,
       io,
       (c) => c.call<A>('POST', `v1alpha1/${cli.plural}?${applyQuery(flags)}`, doc),
-      (s) =>
-        s.apply(OPEN_PRINCIPAL, doc, {
+      (s, caller) =>
+        s.apply(caller, doc, {
           ...(flags.project === undefined ? {} : { project: flags.project }),
           validateOnly: flags.dryRun === true,
         }),

@@ -1,14 +1,13 @@
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { LocalRuns } from '../app/index.js';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
-import { isFinal, runView } from '../runs/index.js';
+import { isFinal } from '../runs/states.js';
 import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { CliExit, type CliIO, readText, yamlDocuments } from './io.js';
 import { ProgressDisplay, type Writable } from './progress.js';
 import { exitCodeFor, openLocalRuns, type RunJson, runReport, statusText } from './runs.js';
-import { namedServer, outputOption, type TargetFlags } from './target.js';
+import { type LocalKit, namedServer, outputOption, type TargetFlags } from './target.js';
 
 /**
  * `touchstone run -f spec.yaml`: creates a run and, by default, waits for it with a progress
@@ -137,7 +136,8 @@ export function remoteRuns(
  * an interrupted `touchstone run` left in the same data dir, which it resumes) and works until
  * nothing is left; progress is read from the store as the executor writes it.
  */
-export function localRuns(runs: LocalRuns): RunsBackend {
+export function localRuns(runs: LocalRuns, kit: LocalKit): RunsBackend {
+  const { OPEN_PRINCIPAL, runView } = kit;
   let draining: Promise<void> | undefined;
   return {
     create: (spec, project) =>
@@ -229,10 +229,11 @@ export async function runSpec(flags: RunFlags, io: CliIO, stdin: () => string): 
     backend = remoteRuns(client, flags.project, flags.idempotencyKey);
     where = `on ${client.baseUrl}`;
   } else {
-    const local = await openLocalRuns(flags, io, {
+    const kit = await import('./local.js');
+    const local = await openLocalRuns(kit, flags, io, {
       baseDir: flags.file === '-' ? resolve('.') : dirname(resolve(flags.file)),
     });
-    backend = localRuns(local);
+    backend = localRuns(local, kit);
     where = `executing here, on the ${local.location}`;
   }
   try {

@@ -1,12 +1,15 @@
 import type { Command } from 'commander';
-import { createLocalRuns, type LocalRuns } from '../app/index.js';
-import { isFinal, type RunService, type RunView } from '../runs/index.js';
+import type { LocalRuns } from '../app/index.js';
+import type { Principal } from '../auth/index.js';
+import type { RunService, RunView } from '../runs/index.js';
+// A leaf of words (imports nothing), so commands talking to a server do not load the runs area.
+import { isFinal } from '../runs/states.js';
 import type { ApiClient } from './client.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 import { type CliIO, table } from './io.js';
 import { callNamed, listResources, printResult, type ResourceFlags } from './resources.js';
 import { configFromFlags, type ServerFlags } from './serve.js';
-import { remoteOrLocal, targetOptions } from './target.js';
+import { type LocalKit, remoteOrLocal, targetOptions } from './target.js';
 
 /**
  * `touchstone runs list|get|cancel|delete`, the run report both `run` and `runs get` print, and
@@ -132,11 +135,12 @@ export function runReport(run: RunJson): string {
  * (docs/runs.md, "Where a target may run").
  */
 export function openLocalRuns(
+  kit: LocalKit,
   flags: ServerFlags,
   io: CliIO,
   options: { baseDir?: string } = {},
 ): Promise<LocalRuns> {
-  return createLocalRuns(configFromFlags(flags, io), { env: io.env, ...options });
+  return kit.createLocalRuns(configFromFlags(flags, io), { env: io.env, ...options });
 }
 
 type Flags = ResourceFlags;
@@ -146,12 +150,13 @@ function withRuns<T>(
   flags: Flags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
-  local: (service: RunService) => Promise<T>,
+  local: (service: RunService, caller: Principal) => Promise<T>,
 ): Promise<T> {
   return remoteOrLocal(flags, io, remote, async () => {
-    const runs = await openLocalRuns(flags, io);
+    const kit = await import('./local.js');
+    const runs = await openLocalRuns(kit, flags, io);
     try {
-      return await local(runs.service);
+      return await local(runs.service, kit.OPEN_PRINCIPAL);
     } finally {
       await runs.close();
     }

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { type Result, scoreNumber } from '../core/index.js';
-import { ScoreQueries, type ScoresEntry } from '../policies/index.js';
+import type { ScoresEntry } from '../policies/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { type TargetFlags, targetOptions, withTarget } from './target.js';
@@ -80,9 +79,9 @@ export function scoresCommand(program: Command, io: CliIO): void {
           );
           return { items: body.entries, nextPageToken: body.next_page_token };
         },
-        (store) =>
-          new ScoreQueries(store).list(
-            OPEN_PRINCIPAL,
+        (store, kit) =>
+          new kit.ScoreQueries(store).list(
+            kit.OPEN_PRINCIPAL,
             {
               ...filter,
               labels,

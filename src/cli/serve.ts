@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { authRequired, createApp } from '../app/index.js';
 import { loadConfig } from '../config/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, describeError } from './io.js';
@@ -45,6 +44,7 @@ export function serveCommand(program: Command, io: CliIO, done: (code: number) =
         // A server that cannot start is an operational failure (exit 1), as process managers expect.
         throw new CliExit(EXIT.ERROR, describeError(err).text);
       }
+      const { authRequired, createApp } = await import('../app/index.js');
       const app = await createApp(config, { env: io.env });
       const address = await app.listen();
       const storeText =

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { localSources } from '../app/index.js';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
 import type { SourceStatus, SourceView } from '../sources/index.js';
 import type { CliIO } from './io.js';
 import {
@@ -15,7 +13,7 @@ import { targetOptions } from './target.js';
 
 type Flags = ResourceFlags;
 
-const withSources = localScope(localSources);
+const withSources = localScope((kit) => kit.localSources);
 
 interface SourceShape {
   metadata: { name: string; generation?: number; labels?: Record<string, string> };
@@ -124,7 +122,7 @@ function backfillVerb(source: Command, io: CliIO): void {
         c.call<SourceView>('POST', resourcePath('sources', name, flags, ':backfill'), {
           since: flags.since,
         }),
-      (s) => s.backfill(OPEN_PRINCIPAL, flags.project, name, flags.since),
+      (s, caller) => s.backfill(caller, flags.project, name, flags.since),
     );
     printResult(
       io,

@@ -1,10 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
-import { pino } from 'pino';
 import { splitListen } from '../config/index.js';
-import { systemClock } from '../core/index.js';
-import { openStore, SQLITE_FILE_NAME, type Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import { ApiClient } from './client.js';
 import { credentialsPath, storedSignIn } from './credentials-file.js';
 import { EXIT } from './exit-codes.js';
@@ -107,6 +105,7 @@ async function implicitTarget(flags: TargetFlags, io: CliIO): Promise<ApiClient 
   }
   const config = configFromFlags(flags, io);
   if (config.store.driver !== 'sqlite') return undefined;
+  const { SQLITE_FILE_NAME } = await import('../store/index.js');
   const dir = resolve(config.data_dir);
   if (existsSync(join(dir, SQLITE_FILE_NAME))) {
     io.stderr.write(`touchstone: no --server given; using the data dir ${dir}\n`);
@@ -147,21 +146,25 @@ export async function remoteOrLocal<T>(
   return client === undefined ? local() : remote(client);
 }
 
-/** Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, the local data dir. */
+/** What local work is done with (`./local.js`), loaded only by commands that go local. */
+export type LocalKit = typeof import('./local.js');
+
+/**
+ * Runs against a server (`--server` / TOUCHSTONE_SERVER) or, without one, on the local data dir's
+ * store, with the local kit (the local user acts as `kit.OPEN_PRINCIPAL`: it owns the data dir).
+ */
 export function withTarget<T>(
   flags: TargetFlags,
   io: CliIO,
   remote: (client: ApiClient) => Promise<T>,
-  local: (store: Store) => Promise<T>,
+  local: (store: Store, kit: LocalKit) => Promise<T>,
 ): Promise<T> {
   return remoteOrLocal(flags, io, remote, async () => {
     const config = configFromFlags(flags, io);
-    const store = await openStore(config, {
-      clock: systemClock,
-      logger: pino({ level: 'silent' }),
-    });
+    const kit = await import('./local.js');
+    const store = await kit.openLocalStore(config);
     try {
-      return await local(store);
+      return await local(store, kit);
     } finally {
       await store.close();
     }

@@ -1,16 +1,11 @@
 import type { Command } from 'commander';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
-import { type EvalRecord, systemClock, type TraceSummary } from '../core/index.js';
-import { TraceQueries } from '../ingest/index.js';
-import { AnnotationService, type AnnotationView } from '../policies/index.js';
-import { compileRedaction } from '../redaction/index.js';
-import { SourceDirectory, SourceResultSink } from '../sources/index.js';
+import type { EvalRecord, TraceSummary } from '../core/index.js';
+import type { AnnotationService, AnnotationView } from '../policies/index.js';
 import type { Store, StoredTrace } from '../store/index.js';
-import { WebhookOutbox } from '../webhooks/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
 import { configFromFlags } from './serve.js';
-import { type TargetFlags, targetOptions, withTarget } from './target.js';
+import { type LocalKit, type TargetFlags, targetOptions, withTarget } from './target.js';
 import { traceView } from './trace-view.js';
 
 interface AnnotateFlags extends TargetFlags {
@@ -59,16 +54,23 @@ function annotationBody(flags: AnnotateFlags): Record<string, unknown> {
  * Annotation on the local data dir, as the server would store it: its outbox and write-back
  * queue are filled in the same transaction, and a server started on the data dir sends them.
  */
-function localAnnotations(flags: AnnotateFlags, io: CliIO, store: Store): AnnotationService {
+function localAnnotations(
+  flags: AnnotateFlags,
+  io: CliIO,
+  store: Store,
+  kit: LocalKit,
+): AnnotationService {
   const config = configFromFlags(flags, io);
-  const redactor = compileRedaction(config.traces.redaction);
-  const clock = systemClock;
-  return new AnnotationService({
+  const redactor = kit.compileRedaction(config.traces.redaction);
+  const clock = kit.systemClock;
+  return new kit.AnnotationService({
     store,
     clock,
-    traces: new TraceQueries(store),
-    events: new WebhookOutbox({ clock }),
-    sinks: [new SourceResultSink({ directory: new SourceDirectory({ store, clock }), clock })],
+    traces: new kit.TraceQueries(store),
+    events: new kit.WebhookOutbox({ clock }),
+    sinks: [
+      new kit.SourceResultSink({ directory: new kit.SourceDirectory({ store, clock }), clock }),
+    ],
     redactText: (text) => redactor.redactText(text),
   });
 }
@@ -136,10 +138,10 @@ export function tracesCommand(program: Command, io: CliIO): void {
         for (const [k, v] of Object.entries(labels)) q.append('labels', `${k}=${v}`);
         return (await c.call<{ traces: TraceSummary[] }>('GET', `v1alpha1/traces?${q}`)).traces;
       },
-      async (store) =>
+      async (store, kit) =>
         (
-          await new TraceQueries(store).list(
-            OPEN_PRINCIPAL,
+          await new kit.TraceQueries(store).list(
+            kit.OPEN_PRINCIPAL,
             { ...filter, labels },
             { pageSize: limit },
           )
@@ -190,7 +192,7 @@ export function tracesCommand(program: Command, io: CliIO): void {
           'GET',
           `v1alpha1/traces/${encodeURIComponent(traceId)}${flags.project === undefined ? '' : `?project=${encodeURIComponent(flags.project)}`}`,
         ),
-      (store) => new TraceQueries(store).get(OPEN_PRINCIPAL, flags.project, traceId),
+      (store, kit) => new kit.TraceQueries(store).get(kit.OPEN_PRINCIPAL, flags.project, traceId),
     );
     // Scripts that pipe the output keep getting the JSON they always got.
     const tree = flags.tree === true || (flags.json !== true && io.stdout.isTTY === true);
@@ -227,8 +229,13 @@ export function tracesCommand(program: Command, io: CliIO): void {
           body,
           flags.idempotencyKey === undefined ? {} : { 'idempotency-key': flags.idempotencyKey },
         ),
-      (store) =>
-        localAnnotations(flags, io, store).annotate(OPEN_PRINCIPAL, flags.project, traceId, body),
+      (store, kit) =>
+        localAnnotations(flags, io, store, kit).annotate(
+          kit.OPEN_PRINCIPAL,
+          flags.project,
+          traceId,
+          body,
+        ),
     );
     if (flags.json) {
       io.stdout.write(`${JSON.stringify(saved, null, 2)}\n`);

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { localWebhooks } from '../app/index.js';
-import { OPEN_PRINCIPAL } from '../auth/index.js';
 import type { AppliedWebhook, DeliveryView, WebhookView } from '../webhooks/index.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type CliIO, table } from './io.js';
@@ -16,7 +14,7 @@ import { targetOptions } from './target.js';
 
 type Flags = ResourceFlags;
 
-const withWebhooks = localScope(localWebhooks);
+const withWebhooks = localScope((kit) => kit.localWebhooks);
 
 function deliveryRows(items: DeliveryView[]): string {
   return table(
@@ -102,9 +100,9 @@ function testVerb(webhook: Command, io: CliIO): void {
               resourcePath('webhooks', name, flags, '/deliveries', { page_size: '50' }),
             )
             .then((r) => r.deliveries.find((d) => d.id === id)),
-        (s) =>
+        (s, caller) =>
           s
-            .deliveries(OPEN_PRINCIPAL, flags.project, name, { pageSize: 50 })
+            .deliveries(caller, flags.project, name, { pageSize: 50 })
             .then((r) => r.items.find((d) => d.id === id)),
       );
     let delivery = await callNamed(withWebhooks, flags, io, 'webhooks', name, 'test');
@@ -151,8 +149,8 @@ function deliveriesVerb(webhook: Command, io: CliIO): void {
             resourcePath('webhooks', name, flags, '/deliveries', { page_size: String(limit) }),
           )
           .then((r) => r.deliveries),
-      (s) =>
-        s.deliveries(OPEN_PRINCIPAL, flags.project, name, { pageSize: limit }).then((r) => r.items),
+      (s, caller) =>
+        s.deliveries(caller, flags.project, name, { pageSize: limit }).then((r) => r.items),
     );
     printResult(io, flags, items, deliveryRows(items));
   });

@@ -226,7 +226,7 @@ describe('resource kit: a new resource is a descriptor, a schema and its hooks',
         plural: 'gadgets',
         description: 'Manage gadgets.',
         // Local mode: the command runs on the service itself.
-        scope: (_flags, _io, _remote, local) => local(service),
+        scope: (_flags, _io, _remote, local) => local(service, OPEN_PRINCIPAL),
         apply: {
           description: 'Create or replace gadgets.',
           file: 'Gadget documents',

@@ -18,9 +18,9 @@ import type { RunOutput, RunProgress, RunRecord, RunResult, Store } from '../sto
 import { RunErrors } from './error-codes.js';
 import { type FinishOutcome, finishRun, type RunEventSink } from './finish.js';
 import { type CompiledRun, compileStoredSpec, MAX_ITEMS } from './spec.js';
+import { isFinal } from './states.js';
 import { type MetricSummary, SummaryBuilder } from './summaries.js';
 import { createTarget, type Target, type TargetDeps, type TargetOutput } from './targets/index.js';
-import { isFinal } from './view.js';
 
 /**
  * The run executor. Every replica runs one: it claims pending runs, and running runs whose lease

@@ -46,7 +46,7 @@ export {
   type RunSpec,
   RunSpecSchema,
 } from './spec.js';
-export { RUN_STATUSES, type RunStatus } from './states.js';
+export { FINAL_STATUSES, isFinal, RUN_STATUSES, type RunStatus } from './states.js';
 export {
   type MetricInfo,
   type MetricSummary,
@@ -57,4 +57,4 @@ export {
   wilson,
 } from './summaries.js';
 export * from './targets/index.js';
-export { FINAL_STATUSES, isFinal, itemView, type RunView, runView } from './view.js';
+export { itemView, type RunView, runView } from './view.js';

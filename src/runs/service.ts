@@ -6,7 +6,8 @@ import { RunErrors } from './error-codes.js';
 import type { DatasetReader } from './executor.js';
 import { finishRun, type RunEventSink } from './finish.js';
 import { KEEP_LABEL, MAX_ITEMS, type ParsedRun, parseRunSpec, type RunSpec } from './spec.js';
-import { isFinal, itemView, type RunView, runView } from './view.js';
+import { isFinal } from './states.js';
+import { itemView, type RunView, runView } from './view.js';
 
 export interface RunServiceDeps {
   store: Store;

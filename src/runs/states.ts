@@ -15,3 +15,15 @@ export const RUN_STATUSES = [
 ] as const;
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** The statuses a run ends in: nothing changes it after one of them. */
+export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set([
+  'RUN_STATUS_SUCCEEDED',
+  'RUN_STATUS_FAILED',
+  'RUN_STATUS_ERROR',
+  'RUN_STATUS_CANCELLED',
+]);
+
+export function isFinal(status: RunStatus): boolean {
+  return FINAL_STATUSES.has(status);
+}

@@ -1,18 +1,7 @@
 import type { RunItemResults, RunRecord } from '../store/index.js';
-import type { RunStatus } from './states.js';
+import { isFinal, type RunStatus } from './states.js';
 
 /** How a run and its results read in the API (REST, CLI `--json`, webhook payloads). */
-
-export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set([
-  'RUN_STATUS_SUCCEEDED',
-  'RUN_STATUS_FAILED',
-  'RUN_STATUS_ERROR',
-  'RUN_STATUS_CANCELLED',
-]);
-
-export function isFinal(status: RunStatus): boolean {
-  return FINAL_STATUSES.has(status);
-}
 
 export interface RunView {
   id: string;
