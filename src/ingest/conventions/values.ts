@@ -414,22 +414,66 @@ export function unwrapSingleKey(value: unknown): unknown {
 // ---------------------------------------------------------------------------------------------
 // Time (rule 0.2.8): nanoseconds stay exact as BigInt.
 
+const NANOS = /^\d{1,30}$/;
+
 export function nanos(text: string): bigint | undefined {
-  if (typeof text !== 'string' || !/^\d{1,30}$/.test(text)) return undefined;
+  if (typeof text !== 'string' || !NANOS.test(text)) return undefined;
   return BigInt(text);
 }
 
 const MAX_RFC3339_MS = 253_402_300_799_999;
+const MS_PER_DAY = 86_400_000;
 
-/** RFC 3339 of a nanosecond string, or undefined for zero, garbage or out-of-range values. */
-
+/**
+ * RFC 3339 of a nanosecond string, or undefined for zero, garbage or out-of-range values. The
+ * milliseconds are read from the digits but the last six and the text is written by hand:
+ * `BigInt` division and `Date#toISOString` (about 2 µs a call in Node 22) were 6% of
+ * normalization, two calls per step.
+ */
 export function isoOf(text: string): string | undefined {
-  const n = nanos(text);
-  if (n === undefined || n === 0n) return undefined;
-  const ms = Number(n / 1_000_000n);
+  if (typeof text !== 'string' || text.length === 0 || text.length > 30) return undefined;
+  const msDigits = text.length - 6;
+  let ms = 0;
+  let zero = true;
+  for (let i = 0; i < text.length; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    if (digit !== 0) zero = false;
+    // Inexact beyond 2^53, but by then far beyond the range, which only grows.
+    if (i < msDigits) ms = ms * 10 + digit;
+  }
   // RFC 3339 has four-digit years; later instants would print as `+010000-…`.
-  if (ms > MAX_RFC3339_MS) return undefined;
-  return new Date(ms).toISOString();
+  if (zero || ms > MAX_RFC3339_MS) return undefined;
+  return rfc3339(ms);
+}
+
+/** `Date#toISOString` of a time in 0 … MAX_RFC3339_MS (days to a civil date: H. Hinnant's). */
+function rfc3339(ms: number): string {
+  const days = Math.floor(ms / MS_PER_DAY);
+  let rest = ms - days * MS_PER_DAY;
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor(
+    (doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365,
+  );
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = Math.floor(rest / 1000);
+  const millis = rest - seconds * 1000;
+  return `${pad(year, 4)}-${pad(month, 2)}-${pad(day, 2)}T${pad(hours, 2)}:${pad(minutes, 2)}:${pad(seconds, 2)}.${pad(millis, 3)}Z`;
+}
+
+function pad(n: number, width: number): string {
+  const s = String(n);
+  return s.length >= width ? s : '0'.repeat(width - s.length) + s;
 }
 
 /** Milliseconds between two nanosecond values, never negative. */
