@@ -89,6 +89,16 @@ export interface ConventionReader {
   labels?(span: Span): Record<string, string> | undefined;
 }
 
+/** The reading when it holds any count or cost; else undefined (the convention says nothing). */
+export function usageReading(u: UsageReading): UsageReading | undefined {
+  return u.inputTokens !== undefined ||
+    u.outputTokens !== undefined ||
+    u.totalTokens !== undefined ||
+    u.costUsd !== undefined
+    ? u
+    : undefined;
+}
+
 const LABEL_PREFIX = 'touchstone.label.';
 
 /**
