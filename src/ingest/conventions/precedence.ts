@@ -10,7 +10,7 @@ import type {
   ToolCallReading,
   UsageReading,
 } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { LABEL_PREFIX, labelsFrom } from './reader.js';
 import { inOrder, READERS } from './readers.js';
 import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from './values.js';
 
@@ -395,14 +395,12 @@ function model(span: Span): { name: string; served: boolean } | undefined {
   return requested === undefined ? undefined : { name: requested, served: false };
 }
 
-const LABEL_MARK = 'touchstone.label.';
-
 function labels(span: Span): Record<string, string> {
   // Most spans carry no label at all: look for the prefix once before asking every reader.
   let mentioned = false;
   for (const k in span.attributes) {
     const v = span.attributes[k];
-    if (k.includes(LABEL_MARK) || (typeof v === 'string' && v.includes(LABEL_MARK))) {
+    if (k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX))) {
       mentioned = true;
       break;
     }

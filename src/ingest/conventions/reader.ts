@@ -99,7 +99,8 @@ export function usageReading(u: UsageReading): UsageReading | undefined {
     : undefined;
 }
 
-const LABEL_PREFIX = 'touchstone.label.';
+/** What every label key holds, under whatever container prefix. */
+export const LABEL_PREFIX = 'touchstone.label.';
 
 /**
  * Collects `touchstone.label.<key>` entries from a flat map (the key may also sit under a
