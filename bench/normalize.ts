@@ -1,7 +1,8 @@
 /**
  * Normalization (conventions → Record + Trajectory + summary) per span, warm, on the ingest
  * bench's agent traces as completion reads them back from the store (spans parsed from their
- * chunk's JSON). Prints µs per span (median of rounds) with the load average; with
+ * chunk's JSON). Prints µs per span (median of rounds), wall clock and the process's CPU time (on
+ * a shared, loaded machine the CPU time is the steadier figure), with the load average; with
  * BENCH_CPU_PROFILE=<path> also writes a V8 CPU profile of the timed rounds.
  * Budget (issue: normalization several times cheaper): was 32–39 µs per span warm.
  */
@@ -34,10 +35,11 @@ function storedTraces(): string[] {
   return [...byTrace.values()].map((list) => JSON.stringify(list));
 }
 
-function round(texts: readonly string[]): { ms: number; spans: number } {
+function round(texts: readonly string[]): { ms: number; cpuMs: number; spans: number } {
   const traces = texts.map((t) => JSON.parse(t) as Span[]);
   let spans = 0;
   const start = performance.now();
+  const cpu = process.cpuUsage();
   for (const trace of traces) {
     const pending: PendingTrace = {
       project: 'default',
@@ -49,7 +51,8 @@ function round(texts: readonly string[]): { ms: number; spans: number } {
     normalizeStoredTrace(trace, pending);
     spans += trace.length;
   }
-  return { ms: performance.now() - start, spans };
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - start, cpuMs: (used.user + used.system) / 1000, spans };
 }
 
 export async function main(): Promise<void> {
@@ -62,10 +65,12 @@ export async function main(): Promise<void> {
     await session.post('Profiler.start');
   }
   const perSpan: number[] = [];
+  const cpuPerSpan: number[] = [];
   let spans = 0;
   for (let r = 0; r < ROUNDS; r++) {
     const m = round(texts);
     perSpan.push((m.ms * 1000) / m.spans);
+    cpuPerSpan.push((m.cpuMs * 1000) / m.spans);
     spans = m.spans;
   }
   if (session !== undefined && CPU_PROFILE !== undefined) {
@@ -74,9 +79,12 @@ export async function main(): Promise<void> {
     session.disconnect();
   }
   perSpan.sort((a, b) => a - b);
-  const median = perSpan[Math.floor(perSpan.length / 2)] ?? 0;
+  cpuPerSpan.sort((a, b) => a - b);
+  const median = (list: number[]) => list[Math.floor(list.length / 2)] ?? 0;
   console.log(
-    `normalize: ${fmt(median, 1)} µs per span (median of ${ROUNDS} rounds of ${spans} spans, ` +
-      `${texts.length} traces; best ${fmt(perSpan[0] ?? 0, 1)}), load ${loadavg()[0]?.toFixed(2)}`,
+    `normalize: ${fmt(median(perSpan), 1)} µs per span (median of ${ROUNDS} rounds of ${spans} ` +
+      `spans, ${texts.length} traces; best ${fmt(perSpan[0] ?? 0, 1)}), CPU ` +
+      `${fmt(median(cpuPerSpan), 1)} µs per span (best ${fmt(cpuPerSpan[0] ?? 0, 1)}), ` +
+      `load ${loadavg()[0]?.toFixed(2)}`,
   );
 }

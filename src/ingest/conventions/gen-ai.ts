@@ -3,6 +3,7 @@ import { readToolMessage } from './langchain.js';
 import { messagesFromParts, readMessages } from './messages.js';
 import { MLFLOW_SPAN_TYPES } from './mlflow.js';
 import type { ConventionReader, IoReading, MessagesReading, ToolCallReading } from './reader.js';
+import { usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -221,7 +222,7 @@ export const genAi: ConventionReader = {
       totalTokens: attrNumber(span, 'gen_ai.usage.total_tokens'),
       costUsd: asCount(span.attributes['gen_ai.usage.cost']),
     };
-    return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return usageReading(u);
   },
 
   session(span) {

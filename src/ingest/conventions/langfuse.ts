@@ -2,7 +2,7 @@ import type { Message, Span, StepType } from '../../core/index.js';
 import { readToolMessage } from './langchain.js';
 import { readMessages } from './messages.js';
 import type { ConventionReader, IoReading, ToolCallReading, UsageReading } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { labelsFrom, usageReading } from './reader.js';
 import {
   asCount,
   attrString,
@@ -131,7 +131,7 @@ export const langfuse: ConventionReader = {
         asCount(cost.total) ??
         (input !== undefined || output !== undefined ? (input ?? 0) + (output ?? 0) : undefined);
     }
-    return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return usageReading(u);
   },
 
   error(span) {

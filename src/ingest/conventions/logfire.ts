@@ -3,6 +3,7 @@ import { type EventLike, messagesFromEvents } from './gen-ai-legacy.js';
 import { readMessages } from './messages.js';
 import { requestMessages, responseMessages } from './payloads.js';
 import type { ConventionReader, IoReading, MessagesReading, ToolCallReading } from './reader.js';
+import { usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -149,6 +150,6 @@ export const logfire: ConventionReader = {
       totalTokens: asCount(usage?.total_tokens),
       costUsd: asCount(span.attributes['operation.cost']),
     };
-    return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return usageReading(u);
   },
 };

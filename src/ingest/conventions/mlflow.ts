@@ -9,7 +9,7 @@ import type {
   ToolCallReading,
   UsageReading,
 } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { labelsFrom, usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -145,7 +145,7 @@ export const mlflow: ConventionReader = {
       const c = costOf(cost);
       if (c !== undefined) u = { ...u, costUsd: c };
     }
-    return u && Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return u && usageReading(u);
   },
 
   session(span) {

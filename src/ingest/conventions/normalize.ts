@@ -9,7 +9,7 @@ import {
   ZERO_TRACE_ID,
 } from '../../core/index.js';
 import { textView } from './precedence.js';
-import { labelsFrom } from './reader.js';
+import { LABEL_PREFIX, labelsFrom } from './reader.js';
 import { sdkRecordFields } from './touchstone-sdk.js';
 import { buildTrace, droppedOf, type SpanNode, type StepDraft, toSteps } from './trajectory.js';
 import { decodeJsonEncoded, durationMs, isObject, isoOf, withParseCache } from './values.js';
@@ -86,8 +86,12 @@ function labels(ordered: readonly SpanNode[], root: SpanNode | undefined): Recor
   const resourceOrder = [...ordered].reverse();
   if (root) resourceOrder.push(root);
   for (const resource of byLastUse(resourceOrder.map((n) => n.span.resource))) {
+    // Under every prefix a label key holds the mark: the other attributes are not looked at.
+    const marked: [string, unknown][] = [];
+    for (const key in resource) if (key.includes(LABEL_PREFIX)) marked.push([key, resource[key]]);
+    if (marked.length === 0) continue;
     for (const prefix of RESOURCE_LABEL_PREFIXES) {
-      Object.assign(out, labelsFrom(Object.entries(resource), prefix, decodeJsonEncoded));
+      Object.assign(out, labelsFrom(marked, prefix, decodeJsonEncoded));
     }
   }
   for (const n of [...ordered].reverse()) if (n !== root) Object.assign(out, n.reading.labels);

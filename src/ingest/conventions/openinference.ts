@@ -8,7 +8,7 @@ import type {
   ToolCallReading,
   UsageReading,
 } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { labelsFrom, usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -303,7 +303,7 @@ export const openInference: ConventionReader = {
       (prompt !== undefined || completion !== undefined
         ? (prompt ?? 0) + (completion ?? 0)
         : undefined);
-    return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return usageReading(u);
   },
 
   session(span) {

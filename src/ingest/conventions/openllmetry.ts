@@ -2,7 +2,7 @@ import type { AttributeValue, Message, Span, StepType } from '../../core/index.j
 import { toolResult } from './gen-ai.js';
 import { readMessages } from './messages.js';
 import type { ConventionReader, IoReading, MessagesReading, ToolCallReading } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { labelsFrom, usageReading } from './reader.js';
 import {
   asString,
   attrNumber,
@@ -185,7 +185,7 @@ export const openLlmetry: ConventionReader = {
       outputTokens: attrNumber(span, 'gen_ai.usage.completion_tokens'),
       totalTokens: attrNumber(span, 'llm.usage.total_tokens'),
     };
-    return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return usageReading(u);
   },
 
   session(span) {

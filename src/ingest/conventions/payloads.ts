@@ -1,6 +1,7 @@
 import type { Message, ToolCall } from '../../core/index.js';
 import { readMessages } from './messages.js';
 import type { UsageReading } from './reader.js';
+import { usageReading } from './reader.js';
 import { asCount, asString, isObject, rawArguments } from './values.js';
 
 /**
@@ -115,5 +116,5 @@ export function payloadUsage(outputs: unknown): UsageReading | undefined {
     outputTokens: asCount(usage.completion_tokens ?? usage.output_tokens),
     totalTokens: asCount(usage.total_tokens),
   };
-  return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+  return usageReading(u);
 }

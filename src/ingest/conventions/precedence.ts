@@ -10,7 +10,7 @@ import type {
   ToolCallReading,
   UsageReading,
 } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { LABEL_PREFIX, labelsFrom } from './reader.js';
 import { inOrder, READERS } from './readers.js';
 import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from './values.js';
 
@@ -139,24 +139,28 @@ export interface SpanReading {
   content(): SpanContent;
 }
 
+/**
+ * A reader's answer; a reader that throws on garbage is treated as silent. Callers make `read`
+ * once per field, not once per reader: a closure per reader call was the largest share of what
+ * normalization allocated.
+ */
+function ask<T>(r: ConventionReader, read: (r: ConventionReader) => T | undefined): T | undefined {
+  try {
+    return read(r);
+  } catch {
+    return undefined;
+  }
+}
+
 function first<T>(
   readers: readonly ConventionReader[],
   read: (r: ConventionReader) => T | undefined,
 ): T | undefined {
   for (const r of readers) {
-    const v = read(r);
+    const v = ask(r, read);
     if (v !== undefined) return v;
   }
   return undefined;
-}
-
-/** Runs a reader method; a reader that throws on garbage is treated as silent. */
-function safe<T>(fn: () => T | undefined): T | undefined {
-  try {
-    return fn();
-  } catch {
-    return undefined;
-  }
 }
 
 function handoffNames(span: Span): { from?: string; to?: string } | undefined {
@@ -202,9 +206,9 @@ function hasLineBreak(s: string): boolean {
 }
 
 function stepType(span: Span, ctx: SpanContext): { type: StepType; evaluator: boolean } {
-  let reading = first(TYPE_EXPLICIT, (r) => safe(() => r.stepType?.(span, ctx)));
+  let reading = first(TYPE_EXPLICIT, (r) => r.stepType?.(span, ctx));
   if (!reading) {
-    const implied = first(TYPE_IMPLIED, (r) => safe(() => r.impliedType?.(span)));
+    const implied = first(TYPE_IMPLIED, (r) => r.impliedType?.(span));
     reading = { type: implied ?? 'generic' };
   }
   let type = reading.type;
@@ -288,8 +292,9 @@ export function textView(value: unknown, side: 'input' | 'output'): unknown {
 function messages(span: Span): MessagesReading {
   let input: Message[] | undefined;
   let output: Message[] | undefined;
+  const read = (r: ConventionReader) => r.messages?.(span);
   for (const r of MESSAGES) {
-    const m = safe(() => r.messages?.(span));
+    const m = ask(r, read);
     if (!m) continue;
     if (!input && m.input && m.input.length > 0) input = m.input;
     if (!output && m.output && m.output.length > 0) output = m.output;
@@ -300,8 +305,9 @@ function messages(span: Span): MessagesReading {
 
 function io(span: Span, type: StepType): IoReading {
   const out: IoReading = {};
+  const read = (r: ConventionReader) => r.io?.(span, type);
   for (const r of IO) {
-    const v = safe(() => r.io?.(span, type));
+    const v = ask(r, read);
     if (!v) continue;
     if (out.input === undefined && v.input !== undefined) out.input = v.input;
     if (out.output === undefined && v.output !== undefined) out.output = v.output;
@@ -325,8 +331,9 @@ function isDeclaredSchema(span: Span, args: string): boolean {
 
 function toolCall(span: Span): ToolCallReading {
   const out: ToolCallReading = {};
+  const read = (r: ConventionReader) => r.toolCall?.(span);
   for (const r of TOOL) {
-    const t = safe(() => r.toolCall?.(span));
+    const t = ask(r, read);
     if (!t) continue;
     out.name ??= t.name;
     out.id ??= t.id;
@@ -346,45 +353,54 @@ function toolCall(span: Span): ToolCallReading {
   return out;
 }
 
+/** Where each cost reader sits in USAGE: the cost is picked from the same readings. */
+const COST_AT = COST.map((r) => USAGE.indexOf(r));
+
+function pick(
+  readings: readonly (UsageReading | undefined)[],
+  key: keyof UsageReading,
+): number | undefined {
+  for (const u of readings) if (u?.[key] !== undefined) return u[key];
+  return undefined;
+}
+
 function usage(span: Span): Usage | undefined {
-  const readings: UsageReading[] = [];
-  for (const r of USAGE) {
-    const u = safe(() => r.usage?.(span));
-    if (u) readings.push(u);
-  }
-  const pick = (key: keyof UsageReading) => readings.find((u) => u[key] !== undefined)?.[key];
+  const read = (r: ConventionReader) => r.usage?.(span);
+  const readings = USAGE.map((r) => ask(r, read));
   const out: Usage = {};
-  const input = pick('inputTokens');
-  const output = pick('outputTokens');
-  const total = pick('totalTokens');
+  const input = pick(readings, 'inputTokens');
+  const output = pick(readings, 'outputTokens');
+  const total = pick(readings, 'totalTokens');
   if (input !== undefined) out.inputTokens = input;
   if (output !== undefined) out.outputTokens = output;
   if (total !== undefined) out.totalTokens = total;
   else if (input !== undefined && output !== undefined && Number.isFinite(input + output)) {
     out.totalTokens = input + output;
   }
-  const cost = first(COST, (r) => safe(() => r.usage?.(span))?.costUsd);
+  const cost = pick(
+    COST_AT.map((i) => readings[i]),
+    'costUsd',
+  );
   if (cost !== undefined) out.costUsd = cost;
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /** The served model of any convention before any requested one (§10.3). */
 function model(span: Span): { name: string; served: boolean } | undefined {
-  const readings = MODEL.map((r) => safe(() => r.model?.(span)));
+  const read = (r: ConventionReader) => r.model?.(span);
+  const readings = MODEL.map((r) => ask(r, read));
   const served = readings.find((m) => m?.response !== undefined)?.response;
   if (served !== undefined) return { name: served, served: true };
   const requested = readings.find((m) => m?.request !== undefined)?.request;
   return requested === undefined ? undefined : { name: requested, served: false };
 }
 
-const LABEL_MARK = 'touchstone.label.';
-
 function labels(span: Span): Record<string, string> {
   // Most spans carry no label at all: look for the prefix once before asking every reader.
   let mentioned = false;
   for (const k in span.attributes) {
     const v = span.attributes[k];
-    if (k.includes(LABEL_MARK) || (typeof v === 'string' && v.includes(LABEL_MARK))) {
+    if (k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX))) {
       mentioned = true;
       break;
     }
@@ -392,11 +408,8 @@ function labels(span: Span): Record<string, string> {
   if (!mentioned) return {};
   const out: Record<string, string> = {};
   // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
-  for (const r of READERS)
-    Object.assign(
-      out,
-      safe(() => r.labels?.(span)),
-    );
+  const read = (r: ConventionReader) => r.labels?.(span);
+  for (const r of READERS) Object.assign(out, ask(r, read));
   Object.assign(out, labelsFrom(Object.entries(span.attributes)));
   return out;
 }
@@ -405,8 +418,8 @@ function readContent(span: Span, type: StepType): SpanContent {
   const content: SpanContent = { name: span.name, error: '' };
   const named =
     type === 'tool' || type === 'agent' || type === 'guardrail'
-      ? first(NAME, (r) => safe(() => r.stepName?.(span, type)))
-      : first(RENDERED_NAME, (r) => safe(() => r.stepName?.(span, type)));
+      ? first(NAME, (r) => r.stepName?.(span, type))
+      : first(RENDERED_NAME, (r) => r.stepName?.(span, type));
   if (named) content.name = named;
 
   if (type === 'llm' || type === 'embedding') {
@@ -446,11 +459,15 @@ function readContent(span: Span, type: StepType): SpanContent {
 
   content.usage = usage(span);
   content.error =
-    spanError(span) ||
-    content.tool?.error ||
-    first(READERS, (r) => safe(() => r.error?.(span))) ||
-    '';
+    spanError(span) || content.tool?.error || first(READERS, (r) => r.error?.(span)) || '';
   return content;
+}
+
+function conventionsOf(span: Span): string[] {
+  const out: string[] = [];
+  const detect = (r: ConventionReader) => r.detect(span);
+  for (const r of READERS) if (ask(r, detect)) out.push(r.name);
+  return out;
 }
 
 /** Reads one span: every Step field by the precedence of §10. Never throws. */
@@ -461,7 +478,7 @@ export function readSpan(span: Span, ctx: SpanContext): SpanReading {
     span,
     type,
     evaluator,
-    conventions: READERS.filter((r) => safe(() => r.detect(span))).map((r) => r.name),
+    conventions: conventionsOf(span),
     failed: spanError(span) !== '',
     labels: labels(span),
     content: () => {
@@ -469,9 +486,9 @@ export function readSpan(span: Span, ctx: SpanContext): SpanReading {
       return content;
     },
   };
-  reading.session = first(SESSION, (r) => safe(() => r.session?.(span)));
-  reading.user = first(USER, (r) => safe(() => r.user?.(span)));
-  const traceIo = first(READERS, (r) => safe(() => r.traceIo?.(span)));
+  reading.session = first(SESSION, (r) => r.session?.(span));
+  reading.user = first(USER, (r) => r.user?.(span));
+  const traceIo = first(READERS, (r) => r.traceIo?.(span));
   if (traceIo) reading.traceIo = traceIo;
   return reading;
 }

@@ -89,7 +89,18 @@ export interface ConventionReader {
   labels?(span: Span): Record<string, string> | undefined;
 }
 
-const LABEL_PREFIX = 'touchstone.label.';
+/** The reading when it holds any count or cost; else undefined (the convention says nothing). */
+export function usageReading(u: UsageReading): UsageReading | undefined {
+  return u.inputTokens !== undefined ||
+    u.outputTokens !== undefined ||
+    u.totalTokens !== undefined ||
+    u.costUsd !== undefined
+    ? u
+    : undefined;
+}
+
+/** What every label key holds, under whatever container prefix. */
+export const LABEL_PREFIX = 'touchstone.label.';
 
 /**
  * Collects `touchstone.label.<key>` entries from a flat map (the key may also sit under a

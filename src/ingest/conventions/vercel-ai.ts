@@ -1,7 +1,7 @@
 import type { Message, Span, ToolCall } from '../../core/index.js';
 import { readMessages } from './messages.js';
 import type { ConventionReader, IoReading, MessagesReading, ToolCallReading } from './reader.js';
-import { labelsFrom } from './reader.js';
+import { labelsFrom, usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -191,7 +191,7 @@ export const vercelAi: ConventionReader = {
       outputTokens: asCount(a['ai.usage.outputTokens'] ?? a['ai.usage.completionTokens']),
       totalTokens: asCount(a['ai.usage.totalTokens']),
     };
-    return Object.values(u).some((v) => v !== undefined) ? u : undefined;
+    return usageReading(u);
   },
 
   session(span) {

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { isoOf } from './values.js';
+
+/** What isoOf answered when it divided a BigInt and called `Date#toISOString`. */
+function reference(text: string): string | undefined {
+  if (!/^\d{1,30}$/.test(text)) return undefined;
+  const n = BigInt(text);
+  if (n === 0n) return undefined;
+  const ms = Number(n / 1_000_000n);
+  if (ms > 253_402_300_799_999) return undefined;
+  return new Date(ms).toISOString();
+}
+
+describe('isoOf', () => {
+  it('writes what Date#toISOString writes, across the whole four-digit-year range', () => {
+    const samples = [
+      '1',
+      '999999',
+      '1000000',
+      '0000001000000',
+      '951782400000000000', // 2000-02-29
+      '4107542400000000000', // 2100-03-01
+      '1732700000123456789',
+      '253402300799999000000', // 9999-12-31T23:59:59.999Z
+      '253402300799999999999',
+      '253402300800000000000', // year 10000: out of range
+      '0',
+      '000',
+      '',
+      '12a',
+      '1'.repeat(31),
+    ];
+    // Every day boundary and leap rule: random instants from 1970 to 9999.
+    let seed = 7;
+    for (let i = 0; i < 20_000; i++) {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      const ms = Math.floor((seed / 2 ** 31) * 253_402_300_799_999);
+      samples.push(`${ms}${String(seed % 1_000_000).padStart(6, '0')}`);
+    }
+    for (const text of samples) expect(isoOf(text), text).toBe(reference(text));
+  });
+});
