@@ -44,19 +44,22 @@ function sinkApp(clock: FakeClock, dataDir: string, env: Record<string, string>)
 }
 
 /**
- * Pushes one agent trace (a failing tool call) over OTLP/JSON; `rootAttributes` go on its root
- * span, made from its trace id. Returns the trace id.
+ * Pushes one agent trace (a failing tool call) over OTLP/JSON; `attributes`, made from its trace
+ * id, go on its root span, or on every other span with `on: 'children'`. Returns the trace id.
  */
 async function pushTrace(
   app: App,
-  rootAttributes: (traceId: string) => Record<string, string> = () => ({}),
+  attributes: (traceId: string) => Record<string, string> = () => ({}),
+  on: 'root' | 'children' = 'root',
 ): Promise<string> {
   let traceId = '';
   const spans = recordSpans({ 'service.name': 'agent' }, (tracer) => {
     traceId = agentTrace(tracer, { fail: true });
   });
-  const root = spans.find((s) => s.parentSpanContext === undefined);
-  Object.assign(root?.attributes ?? {}, rootAttributes(traceId));
+  for (const span of spans) {
+    const isRoot = span.parentSpanContext === undefined;
+    if (isRoot === (on === 'root')) Object.assign(span.attributes, attributes(traceId));
+  }
   const res = await app.server.inject({
     method: 'POST',
     url: '/v1/traces',
@@ -158,6 +161,16 @@ describe('the trace_feedback sink, Langfuse', () => {
     expect([...fake.scores.values()].map((s) => s.writes)).toEqual([1]);
   });
 
+  it('writes at once the scores of a trace Langfuse does not hold yet: it does not check', async () => {
+    await applyPolicy([sink()]);
+    const traceId = await pushTrace(app);
+    await settle();
+    expect([...fake.scores.values()].map((s) => [s.traceId, s.name])).toEqual([
+      [traceId, 'tool-errors'],
+    ]);
+    expect(await app.store.sources.deadLetters('default', '@sink/tools/0', 10)).toEqual([]);
+  });
+
   it('never writes the scores of a trace a source pulled', async () => {
     await applyPolicy([sink()]);
     await app.sources.apply(OPEN_PRINCIPAL, {
@@ -242,12 +255,19 @@ describe('the trace_feedback sink, MLflow on Databricks (Unity Catalog)', () => 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** A trace logged by MLflow's instrumentation: every span names MLflow's id, JSON-quoted. */
-  const mlflowTraced = () =>
-    pushTrace(app, (traceId) => ({
-      'mlflow.traceRequestId': JSON.stringify(`trace:/${SCHEMA}/${traceId}`),
-      'mlflow.spanType': '"AGENT"',
-    }));
+  /**
+   * A trace logged by MLflow's instrumentation: its spans name MLflow's id, JSON-quoted (the root
+   * span, or with `on: 'children'` the spans under a root span of other instrumentation).
+   */
+  const mlflowTraced = (on: 'root' | 'children' = 'root') =>
+    pushTrace(
+      app,
+      (traceId) => ({
+        'mlflow.traceRequestId': JSON.stringify(`trace:/${SCHEMA}/${traceId}`),
+        ...(on === 'root' ? { 'mlflow.spanType': '"AGENT"' } : {}),
+      }),
+      on,
+    );
   /** The store's copy of a pushed trace, under MLflow's own id. */
   const inStore = (traceId: string) =>
     workspace.store.add(SCHEMA, T0 - MIN, {
@@ -273,6 +293,15 @@ describe('the trace_feedback sink, MLflow on Databricks (Unity Catalog)', () => 
         source: { source_type: 'CODE', source_id: 'touchstone/tools' },
         feedback: { value: 1 },
       }),
+    ]);
+  });
+
+  it('finds that id on spans under a root span that does not carry it', async () => {
+    const traceId = await mlflowTraced('children');
+    const stored = inStore(traceId);
+    await scoreAndWrite(app, clock);
+    expect(stored.assessments.map((a) => [a.trace_id, a.assessment_name])).toEqual([
+      [`trace:/${SCHEMA}/${traceId}`, 'tool-errors'],
     ]);
   });
 

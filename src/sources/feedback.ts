@@ -1,7 +1,7 @@
 import type { Clock } from '../core/index.js';
 import type { ResultSink, StoredResults } from '../policies/index.js';
-import type { StoreTransaction } from '../store/index.js';
-import { feedbackStoreId, sinkKey } from './sinks.js';
+import type { StoredTrace, StoreTransaction } from '../store/index.js';
+import { feedbackStoreId, mlflowTraceIdIn, sinkKey, spanCarriers } from './sinks.js';
 import { type SourceDirectory, writeBackRows } from './write-back.js';
 
 /** The engine's sink for pushed traces: each scored metric queued for every sink of the policy. */
@@ -13,18 +13,29 @@ export class FeedbackSink implements ResultSink {
     if (trace.source !== '') return;
     const sinks = await this.deps.directory.sinksOf(trace.project, stored.policy, tx);
     if (sinks.length === 0) return;
-    // MLflow's id of the trace may be on its root span (read only for an MLflow sink).
-    const root = sinks.some((s) => s.spec.connector === 'mlflow')
-      ? (await tx.traces.get(trace.project, trace.traceId))?.root
+    const mlflowId = sinks.some((s) => s.spec.connector === 'mlflow')
+      ? await mlflowIdOf(tx, trace)
       : undefined;
     const now = this.deps.clock.now();
     const rows = sinks.flatMap((sink, index) =>
       writeBackRows(stored, {
         source: sinkKey(stored.policy, index),
-        storeId: feedbackStoreId(sink.spec.connector, trace.traceId, root),
+        storeId: feedbackStoreId(sink.spec.connector, trace.traceId, mlflowId),
         now,
       }),
     );
     if (rows.length > 0) await tx.sources.enqueueWriteBacks(rows, now);
   }
+}
+
+/**
+ * MLflow's own id of a pushed trace, when a span names it: the stored root (its attributes and
+ * resource) first, then every span, root first, read only when the root does not name it.
+ */
+async function mlflowIdOf(tx: StoreTransaction, trace: StoredTrace): Promise<string | undefined> {
+  const root = (await tx.traces.get(trace.project, trace.traceId))?.root;
+  const onRoot = mlflowTraceIdIn([root?.attributes, root?.resource]);
+  if (onRoot !== undefined) return onRoot;
+  const spans = await tx.traces.spans(trace.project, trace.traceId, { maxEventsPerSpan: 0 });
+  return mlflowTraceIdIn(spanCarriers(spans));
 }

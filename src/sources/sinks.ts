@@ -1,4 +1,4 @@
-import type { Attributes, AttributeValue, TraceRoot } from '../core/index.js';
+import type { Attributes, AttributeValue, Span } from '../core/index.js';
 import type { PolicySink } from '../policies/index.js';
 import type { ConnectorRegistry } from './connectors/index.js';
 import { API_VERSION, KIND, type ParsedSource, parseSource } from './resource.js';
@@ -56,14 +56,37 @@ export const MLFLOW_TRACE_ID_ATTRIBUTE = 'mlflow.traceRequestId';
 const MLFLOW_TRACE_ID = /^(?:tr-[0-9a-f]{32}|trace:\/[^/\s]{1,255}\/[0-9a-f]{32}|[0-9a-f]{32})$/i;
 
 /**
- * The id a pushed trace has in a store it was exported to. MLflow: the trace's
- * `mlflow.traceRequestId` (an attribute of its root span, or of the root's resource; MLflow
- * JSON-quotes the values it writes), else `tr-<trace id>`, its id of a trace received over OTLP.
- * Phoenix and Langfuse keep the OpenTelemetry trace id.
+ * The id a pushed trace has in a store it was exported to: for MLflow, `mlflowId` (the trace's
+ * own `mlflow.traceRequestId`, mlflowTraceIdIn) when it has one, else `tr-<trace id>`, MLflow's
+ * id of a trace received over OTLP. Phoenix and Langfuse keep the OpenTelemetry trace id.
  */
-export function feedbackStoreId(connector: string, traceId: string, root?: TraceRoot): string {
+export function feedbackStoreId(connector: string, traceId: string, mlflowId?: string): string {
   if (connector !== 'mlflow') return traceId;
-  return mlflowTraceId(root?.attributes) ?? mlflowTraceId(root?.resource) ?? `tr-${traceId}`;
+  return mlflowId ?? `tr-${traceId}`;
+}
+
+/**
+ * The first MLflow trace id among attribute sets (a span's attributes, then its resource; root
+ * span first): MLflow's tracing library puts `mlflow.traceRequestId` on every span it makes,
+ * JSON-quoted, and a root span of other instrumentation may sit above them.
+ */
+export function mlflowTraceIdIn(carriers: Iterable<Attributes | undefined>): string | undefined {
+  for (const attributes of carriers) {
+    const id = mlflowTraceId(attributes);
+    if (id !== undefined) return id;
+  }
+  return undefined;
+}
+
+/** A trace's spans as mlflowTraceIdIn reads them: the root span first, each span's own first. */
+export function spanCarriers(
+  spans: readonly Pick<Span, 'parentSpanId' | 'attributes' | 'resource'>[],
+): Attributes[] {
+  const rootFirst = [
+    ...spans.filter((s) => s.parentSpanId === ''),
+    ...spans.filter((s) => s.parentSpanId !== ''),
+  ];
+  return rootFirst.flatMap((s) => [s.attributes, s.resource]);
 }
 
 function mlflowTraceId(attributes: Attributes | undefined): string | undefined {

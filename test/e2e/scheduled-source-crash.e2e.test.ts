@@ -19,19 +19,22 @@ import {
 /**
  * A scheduled source survives `kill -9`, with `touchstone serve` processes on one store (a shared
  * SQLite file, and one PostgreSQL schema when TOUCHSTONE_TEST_PG is set) evaluating a minutely
- * window of a Langfuse store (the contract fake):
+ * window of a Langfuse store (the contract fake), with `sources.lease_timeout: 10s`:
  *
  * 1. process A evaluates the first window and is killed as soon as the window's run exists,
- *    mid-run;
- * 2. process B starts and evaluates the next window; the store then holds B's following window
- *    fetch unanswered; process C starts beside B (two replicas on one database), and B is killed
- *    while its fetch is held;
- * 3. C takes the source over from the cursor B stored, once B's lease lapses.
+ *    mid-run; it is restarted (B);
+ * 2. the store holds B's fetch of the next window unanswered, and B is killed mid-fetch; it is
+ *    restarted (B'), alone, and evaluates that window once B's lease lapses;
+ * 3. process C starts beside B' (two replicas on one database): the next window is fetched and
+ *    evaluated by one of them only; the store then holds the following window's fetch, the
+ *    replica fetching it is killed, and the other takes the source over from the stored cursor.
  *
+ * Each process has its own Langfuse key (of one project), so the store tells which one fetches.
  * The variants run at once: each mostly waits for the minute to turn.
  *
  * Every window is evaluated exactly once (stable window ids), none is lost before its deadline
- * (the held one included), and the run A started finishes.
+ * (the held ones included), the run A started finishes, and the status names the last window's
+ * run.
  */
 
 const MIN = 60_000;
@@ -42,12 +45,16 @@ interface RunListItem {
   id: string;
   status: string;
   labels: Record<string, string>;
+  createdAt: string;
 }
 
 interface Variant {
   name: string;
-  /** Config lines selecting the store, and the data dirs of processes A, B and C. */
-  setup(dir: string): Promise<{ store: string[]; dataDirs: [string, string, string] }>;
+  /**
+   * Config lines selecting the store, and the data dirs of the restarted server (A, B, B') and of
+   * the second replica (C).
+   */
+  setup(dir: string): Promise<{ store: string[]; dataDirs: [string, string] }>;
   dispose(): Promise<void>;
 }
 
@@ -57,7 +64,7 @@ function sqliteVariant(): Variant {
     async setup(dir) {
       // Every process opens the same data dir: SQLite in WAL mode takes writers from each.
       const data = join(dir, 'data');
-      return { store: [], dataDirs: [data, data, data] };
+      return { store: [], dataDirs: [data, data] };
     },
     async dispose() {},
   };
@@ -80,7 +87,7 @@ function postgresVariant(url: string): Variant {
           `  url: ${JSON.stringify(scoped.toString())}`,
           '  pool_size: 4',
         ],
-        dataDirs: [join(dir, 'data-a'), join(dir, 'data-b'), join(dir, 'data-c')],
+        dataDirs: [join(dir, 'data-a'), join(dir, 'data-c')],
       };
     },
     async dispose() {
@@ -93,19 +100,28 @@ function postgresVariant(url: string): Variant {
 const variants: Variant[] = [sqliteVariant()];
 if (PG_URL !== undefined && PG_URL !== '') variants.push(postgresVariant(PG_URL));
 
+const OBSERVATIONS = '/api/public/v2/observations';
+/** A start on a busy machine (two variants, each with two processes): well within a window. */
+const START_TIMEOUT_MS = 90_000;
+
 describe.concurrent.each(variants)('a scheduled source across kill -9 on $name', (variant) => {
   let dir = '';
   let configFile = '';
-  let dataDirs: [string, string, string] = ['', '', ''];
+  let dataDirs: [string, string] = ['', ''];
   let fake: LangfuseFake;
   const running: RunningServer[] = [];
 
-  const launch = async (dataDir: string): Promise<RunningServer> => {
+  /** A `touchstone serve` on `dataDir` whose Langfuse key has the public key `pk-lf-<name>`. */
+  const launch = async (dataDir: string, name: string) => {
     const port = await freePort();
-    const server = await startServer(serveArgs(dataDir, port, configFile), {
-      LANGFUSE_KEY: fake.credential,
-    });
-    const r = { base: `http://127.0.0.1:${port}`, server };
+    const publicKey = `pk-lf-${name}`;
+    const server = await startServer(
+      serveArgs(dataDir, port, configFile),
+      { LANGFUSE_KEY: fake.credentialOf(publicKey) },
+      undefined,
+      START_TIMEOUT_MS,
+    );
+    const r = { base: `http://127.0.0.1:${port}`, server, publicKey };
     running.push(r);
     return r;
   };
@@ -113,8 +129,23 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
     ((await callJson(base, 'GET', '/v1alpha1/runs?page_size=100')).runs as RunListItem[]).filter(
       (r) => r.labels[END_LABEL] !== undefined,
     );
-  const windowEnds = (runs: RunListItem[]) =>
-    runs.map((r) => Date.parse(r.labels[END_LABEL] as string)).sort((x, y) => x - y);
+  const endOf = (r: RunListItem) => Date.parse(r.labels[END_LABEL] as string);
+  const windowEnds = (runs: RunListItem[]) => runs.map(endOf).sort((x, y) => x - y);
+  /** Waits until the store holds `n` window runs; returns them. */
+  const runsReach = (base: string, n: number, timeoutMs: number) =>
+    eventually(async () => {
+      const runs = await windowRuns(base);
+      return runs.length >= n ? runs : undefined;
+    }, timeoutMs);
+  /** Holds the store's listings until a replica's fetch is held; returns the one fetching. */
+  const holdNextFetch = async <R extends { publicKey: string }>(candidates: R[]) => {
+    const held = fake.heldListings;
+    fake.holdListings = true;
+    await eventually(async () => (fake.heldListings > held ? true : undefined), 120_000);
+    const fetching = candidates.find((c) => c.publicKey === fake.heldFrom[held]);
+    if (fetching === undefined) throw new Error(`a listing held for ${fake.heldFrom[held]}`);
+    return fetching;
+  };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'touchstone-scheduled-crash-'));
@@ -138,9 +169,9 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
       ].join('\n'),
     );
     fake = await LangfuseFake.start();
-    // Two traces in every minute from now on (the test spans about seven minutes).
+    // Two traces in every minute from now on (the test spans about eight minutes).
     const first = Math.floor(Date.now() / MIN) * MIN;
-    for (let m = 0; m < 14; m++) {
+    for (let m = 0; m < 16; m++) {
       fake.add(...agentRun(2 * m + 1, first + m * MIN + 10_000));
       fake.add(...agentRun(2 * m + 2, first + m * MIN + 20_000));
     }
@@ -153,8 +184,8 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
-  it('evaluates each window once, through a kill mid-run and a kill mid-fetch', async () => {
-    const a = await launch(dataDirs[0]);
+  it('evaluates each window once, through kills mid-run and mid-fetch, alone and beside a replica', async () => {
+    const a = await launch(dataDirs[0], 'a');
     await callJson(a.base, 'POST', '/v1alpha1/sources', {
       apiVersion: 'touchstone.dev/v1alpha1',
       kind: 'TraceSource',
@@ -168,48 +199,64 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
         runSpec: { evaluators: [{ ref: 'tool-errors' }] },
       },
     });
-    const [first] = await eventually(async () => {
-      const runs = await windowRuns(a.base);
-      return runs.length > 0 ? runs : undefined;
-    }, 120_000);
+    const [first] = await runsReach(a.base, 1, 150_000);
     await kill9(a);
 
-    // B evaluates a window, then its next fetch is held by the store; C runs beside B; B dies
-    // mid-fetch.
-    const b = await launch(dataDirs[1]);
-    const byA = (await windowRuns(b.base)).length;
-    await eventually(
-      async () => ((await windowRuns(b.base)).length > byA ? true : undefined),
-      240_000,
-    );
-    fake.holdListings = true;
-    await eventually(async () => (fake.heldListings > 0 ? true : undefined), 120_000);
-    const c = await launch(dataDirs[2]);
+    // 1. Restarted after a kill mid-run (B), the server's fetch of the next window is held by
+    // the store, and it is killed mid-fetch.
+    const b = await launch(dataDirs[0], 'b');
+    await holdNextFetch([b]);
     await kill9(b);
-    const killedAt = Date.now();
-    const before = windowEnds(await windowRuns(c.base));
     fake.releaseListings();
 
-    // C takes over once B's lease (sources.lease_timeout) lapses, and goes on past the held window.
+    // 2. Restarted alone (B'), it takes the window over once B's lease lapses (and the next one
+    // too when that is due by then: a start can be slow on a busy machine).
+    const b2 = await launch(dataDirs[0], 'b2');
+    await runsReach(b2.base, 2, 120_000);
+
+    // 3. A second replica (C) starts beside B': the next window is fetched by one of them.
+    const c = await launch(dataDirs[1], 'c');
+    const listedBefore = fake.requestsTo(OBSERVATIONS).length;
+    await runsReach(c.base, (await windowRuns(c.base)).length + 1, 120_000);
+    const beside = fake.requestsTo(OBSERVATIONS).slice(listedBefore);
+    expect(new Set(beside.map((r) => r.publicKey)).size).toBe(1);
+    expect(beside.length).toBeGreaterThan(0);
+
+    // The replica fetching the window after is killed mid-fetch; the other takes it over once
+    // the lease (sources.lease_timeout) lapses, and goes on past it.
+    const fetching = await holdNextFetch([b2, c]);
+    const other = fetching === c ? b2 : c;
+    const before = windowEnds(await windowRuns(other.base));
+    await kill9(fetching);
+    const killedAt = Date.now();
+    fake.releaseListings();
     const runs = await eventually(async () => {
-      const all = await windowRuns(c.base);
+      const all = await windowRuns(other.base);
       const last = windowEnds(all).at(-1) ?? 0;
       return last >= Math.floor(killedAt / MIN) * MIN + MIN ? all : undefined;
     }, 300_000);
+    const source = await callJson(other.base, 'GET', '/v1alpha1/sources/minutely');
+
     const ends = windowEnds(runs);
-    // Once each, and consecutive from the first: no window twice, none lost (the held one and
-    // those due while B's lease ran out were all still before their deadlines).
+    // Once each, and consecutive from the first: no window twice, none lost (the held ones and
+    // those due while a lease ran out were all evaluated before their deadlines).
     expect(new Set(ends).size).toBe(ends.length);
     expect(ends.map((e) => e - (ends[0] as number))).toEqual(ends.map((_, i) => i * MIN));
     expect(ends.length).toBeGreaterThan(before.length);
+    for (const r of runs) expect(Date.parse(r.createdAt) - endOf(r)).toBeLessThan(5 * MIN);
     // The run the first process started finishes on another.
     const finished = await eventually(async () => {
-      const run = await callJson(c.base, 'GET', `/v1alpha1/runs/${first?.id}`);
+      const run = await callJson(other.base, 'GET', `/v1alpha1/runs/${first?.id}`);
       return run.status === 'RUN_STATUS_SUCCEEDED' ? run : undefined;
     }, 60_000);
     expect(finished.progress.total).toBe(2);
-    const source = await callJson(c.base, 'GET', '/v1alpha1/sources/minutely');
-    expect(source.status).toMatchObject({ missedWindows: 0 });
+    // The status names the last window's run, evaluated when it says, and no missed window.
+    const last = runs.find((r) => endOf(r) === ends.at(-1)) as RunListItem;
+    expect(source.status).toMatchObject({
+      missedWindows: 0,
+      lastRunId: last.id,
+      lastScheduledAt: new Date(last.createdAt).toISOString(),
+    });
     expect(fake.violations).toEqual([]);
   }, 600_000);
 });

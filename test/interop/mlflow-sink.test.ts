@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callJson, eventually } from '../support/process.js';
 import {
   assessmentsViaPython,
+  logSdkTrace,
   MLFLOW_PYTHON,
   MLFLOW_SKIP_REASON,
   type MlflowServer,
@@ -18,7 +20,9 @@ import {
  * The `trace_feedback` sink against a real MLflow 3.x server: one agent trace exported over OTLP
  * to both MLflow (its OTLP endpoint, into an experiment) and `touchstone serve`; the policy's
  * scores land on the MLflow trace `tr-<trace id>` as assessments, read back with MLflow's own
- * Python client. Needs TOUCHSTONE_INTEROP_MLFLOW_PYTHON; skipped without it.
+ * Python client; a trace logged by MLflow's own tracing library, under a root span of other
+ * instrumentation, is addressed by the `mlflow.traceRequestId` its spans carry. Needs
+ * TOUCHSTONE_INTEROP_MLFLOW_PYTHON; skipped without it.
  */
 
 const live = MLFLOW_PYTHON !== undefined;
@@ -114,6 +118,34 @@ describe('trace_feedback sink against a live MLflow server', () => {
       expect(assessments.map((a) => a.name)).toEqual(['tool-errors']);
     },
     180_000,
+  );
+
+  it.skipIf(!live)(
+    "writes onto the trace named by the mlflow.traceRequestId of MLflow's own spans",
+    async () => {
+      const server = mlflow as MlflowServer;
+      const base = (touchstone as Touchstone).base;
+      // MLflow's SDK logs the trace; Touchstone gets its spans, with the attributes MLflow's
+      // library set, under a root span of other instrumentation and another OpenTelemetry trace
+      // id: only the attribute on MLflow's (non-root) spans names the trace.
+      const otelTraceId = randomBytes(16).toString('hex');
+      const { mlflowTraceId, otlp } = await logSdkTrace(server, EXPERIMENT, otelTraceId);
+      expect(mlflowTraceId).not.toBe(`tr-${otelTraceId}`);
+      await callJson(base, 'POST', '/v1/traces', otlp);
+      // Each read starts MLflow's Python client: a few seconds apiece on a busy machine.
+      const assessments = await eventually(async () => {
+        const found = await assessmentsViaPython(server, mlflowTraceId).catch(() => []);
+        return found.length > 0 ? found : undefined;
+      }, 120_000);
+      expect(assessments).toEqual([
+        expect.objectContaining({
+          name: 'tool-errors',
+          value: 1,
+          source_id: `touchstone/${POLICY}`,
+        }),
+      ]);
+    },
+    240_000,
   );
 
   it.skipIf(live)(`skipped: ${MLFLOW_SKIP_REASON}`, () => {});

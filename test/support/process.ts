@@ -125,11 +125,15 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `touchstone serve ARGS` (in `cwd`, by default this checkout) and waits until it listens. */
+/**
+ * Starts `touchstone serve ARGS` (in `cwd`, by default this checkout) and waits until it listens,
+ * for at most `timeoutMs`.
+ */
 export async function startServer(
   args: string[],
   env: Record<string, string> = {},
   cwd?: string,
+  timeoutMs = 30_000,
 ): Promise<ServerProcess> {
   const proc = spawn(process.execPath, [...entryIn(cwd), 'serve', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -144,7 +148,7 @@ export async function startServer(
     out += d;
   });
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + timeoutMs;
   while (!out.includes('listening on')) {
     if (Date.now() > deadline || proc.exitCode !== null)
       throw new Error(`server did not start:\n${out}`);

@@ -106,6 +106,8 @@ export interface SeenRequest {
   query: URLSearchParams;
   body?: unknown;
   authorized: boolean;
+  /** The public key it was authorized with. */
+  publicKey?: string;
 }
 
 export type Mode = 'v4' | 'v3-preview' | 'v3-without-v2';
@@ -202,6 +204,13 @@ export class LangfuseFake {
    */
   holdListings = false;
   heldListings = 0;
+  /** The public key of each listing held, in order. */
+  readonly heldFrom: (string | undefined)[] = [];
+  /**
+   * Public keys accepted besides `publicKey` (with the same secret, for the same project): one
+   * per client lets a test tell its clients' requests apart (`credentialOf`).
+   */
+  readonly otherPublicKeys = new Set<string>();
   private held: (() => void)[] = [];
 
   private constructor(
@@ -229,6 +238,12 @@ export class LangfuseFake {
   /** The credential the connector is given: `<public key>:<secret key>`. */
   get credential(): string {
     return `${this.publicKey}:${this.secretKey}`;
+  }
+
+  /** A credential of the same project under another public key, accepted from now on. */
+  credentialOf(publicKey: string): string {
+    this.otherPublicKeys.add(publicKey);
+    return `${publicKey}:${this.secretKey}`;
   }
 
   get version(): string {
@@ -268,6 +283,7 @@ export class LangfuseFake {
     req.on('end', () => {
       if (this.holdListings && (req.url ?? '').startsWith('/api/public/v2/observations')) {
         this.heldListings++;
+        this.heldFrom.push(this.publicKeyOf(req.headers.authorization));
         this.held.push(() => this.answer(req, res, chunks));
         return;
       }
@@ -285,6 +301,8 @@ export class LangfuseFake {
       query: url.searchParams,
       authorized: this.authorized(req.headers.authorization),
     };
+    const publicKey = this.publicKeyOf(req.headers.authorization);
+    if (seen.authorized && publicKey !== undefined) seen.publicKey = publicKey;
     this.requests.push(seen);
     try {
       if (text !== '') {
@@ -331,9 +349,18 @@ export class LangfuseFake {
   }
 
   private authorized(header: string | undefined): boolean {
-    if (header === undefined || !header.startsWith('Basic ')) return false;
-    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
-    return decoded === this.credential;
+    const publicKey = this.publicKeyOf(header);
+    return (
+      publicKey !== undefined &&
+      (publicKey === this.publicKey || this.otherPublicKeys.has(publicKey)) &&
+      decodedBasic(header) === `${publicKey}:${this.secretKey}`
+    );
+  }
+
+  private publicKeyOf(header: string | undefined): string | undefined {
+    const decoded = decodedBasic(header);
+    const colon = decoded?.indexOf(':') ?? -1;
+    return colon > 0 ? decoded?.slice(0, colon) : undefined;
   }
 
   private route(method: string, path: string, query: URLSearchParams, seen: SeenRequest): unknown {
@@ -750,4 +777,10 @@ export class LangfuseFake {
       },
     };
   }
+}
+
+/** The `user:password` of a Basic authorization header, undefined for any other. */
+function decodedBasic(header: string | undefined): string | undefined {
+  if (header === undefined || !header.startsWith('Basic ')) return undefined;
+  return Buffer.from(header.slice(6), 'base64').toString('utf8');
 }

@@ -135,6 +135,27 @@ export async function makeTraces(server: MlflowServer, experiment: string): Prom
   return JSON.parse(last) as FixtureTraces;
 }
 
+/**
+ * Logs one agent trace with MLflow's tracing library (sdk_trace.py): its MLflow id, and its spans
+ * as one OTLP/JSON export request under the OpenTelemetry trace id `otelTraceId`.
+ */
+export async function logSdkTrace(
+  server: MlflowServer,
+  experiment: string,
+  otelTraceId: string,
+): Promise<{ mlflowTraceId: string; otlp: unknown }> {
+  const out = await runPython(server.python, [
+    join(HERE, 'sdk_trace.py'),
+    server.base,
+    experiment,
+    otelTraceId,
+  ]);
+  return JSON.parse(out.trim().split('\n').at(-1) ?? '') as {
+    mlflowTraceId: string;
+    otlp: unknown;
+  };
+}
+
 export interface PyAssessment {
   id: string;
   name: string;
