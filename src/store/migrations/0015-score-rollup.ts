@@ -2,6 +2,8 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Migration } from '../migrate.js';
 import type { StoreDialect } from '../ports.js';
 
+const KEY = sql.raw('project, span_ms, bucket_start, policy, evaluator, metric');
+
 /** The rollup's widths: hour rows serve long ranges, minute rows their edges and short buckets. */
 export const ROLLUP_SPANS_MS = [3_600_000, 60_000] as const;
 
@@ -73,29 +75,33 @@ export const scoreRollup: Migration = {
 /**
  * The rollup rows of a set of result rows (`source`, alias r), count and sum negated when
  * `sign` is '-': one per width, bucket, policy, evaluator and metric, in key order (PostgreSQL
- * writers then lock rollup rows in one order and do not deadlock).
+ * writers then lock rollup rows in one order and do not deadlock). `perScore` leaves out the
+ * grouping, one row per score and width: SQLite's upsert adds rows of one key one after another,
+ * and a row's trigger is cheaper without the sort.
  */
-function rollupRows(dialect: StoreDialect, source: RawBuilder<unknown>, sign: '' | '-') {
+function rollupRows(
+  dialect: StoreDialect,
+  source: RawBuilder<unknown>,
+  sign: '' | '-',
+  perScore = false,
+) {
   const spans = sql.raw(ROLLUP_SPANS_MS.map((ms) => `select ${ms} as span_ms`).join(' union all '));
   const start =
     dialect === 'postgres'
       ? sql`(r.scored_at / w.span_ms::bigint) * w.span_ms::bigint`
       : sql`(r.scored_at / w.span_ms) * w.span_ms`;
-  return sql`select project, span_ms, bucket_start, policy, evaluator, metric,
-      ${sql.raw(sign)}count(*), ${sql.raw(sign)}sum(v)
-    from (
-      select r.project as project, w.span_ms as span_ms, ${start} as bucket_start,
-        r.policy as policy, r.evaluator as evaluator, ${scoreName(dialect)} as metric,
-        ${scoreNumber(dialect)} as v
-      from ${source} r ${scoreElements(dialect, sql.ref('r.result'))}, (${spans}) w
-      where r.outcome = 'OUTCOME_SCORED'
-    ) x
-    where v is not null and metric is not null
-    group by project, span_ms, bucket_start, policy, evaluator, metric
-    order by project, span_ms, bucket_start, policy, evaluator, metric`;
+  const scores = sql`select r.project as project, w.span_ms as span_ms, ${start} as bucket_start,
+      r.policy as policy, r.evaluator as evaluator, ${scoreName(dialect)} as metric,
+      ${scoreNumber(dialect)} as v
+    from ${source} r ${scoreElements(dialect, sql.ref('r.result'))}, (${spans}) w
+    where r.outcome = 'OUTCOME_SCORED'`;
+  const counted = sql`from (${scores}) x where v is not null and metric is not null`;
+  if (perScore) {
+    return sql`select ${KEY}, ${sql.raw(sign)}1, ${sql.raw(sign)}v ${counted}`;
+  }
+  return sql`select ${KEY}, ${sql.raw(sign)}count(*), ${sql.raw(sign)}sum(v) ${counted}
+    group by ${KEY} order by ${KEY}`;
 }
-
-const KEY = sql.raw('project, span_ms, bucket_start, policy, evaluator, metric');
 
 async function sqliteTriggers(db: Kysely<unknown>): Promise<void> {
   // The row as a one-row table, so the trigger shares rollupRows with the backfill.
@@ -106,7 +112,7 @@ async function sqliteTriggers(db: Kysely<unknown>): Promise<void> {
     );
   const add = (alias: 'new' | 'old', sign: '' | '-') =>
     sql`insert into score_rollup (${KEY}, n, total)
-      ${rollupRows('sqlite', row(alias), sign)}
+      ${rollupRows('sqlite', row(alias), sign, true)}
       on conflict (${KEY}) do update set n = n + excluded.n, total = total + excluded.total;`;
   const emptied = sql`delete from score_rollup where project = old.project and policy = old.policy
       and evaluator = old.evaluator and n = 0
