@@ -150,7 +150,7 @@ async function aggregateFigures(base: string): Promise<Figure[]> {
     ['24h, 15m buckets (the UI’s default)', at(DAY, '15m')],
     ['24h, policy=quality&evaluator=latency', at(DAY, '15m', '&policy=quality&evaluator=latency')],
     ['24h, labels customer=c-7', at(DAY, '15m', `&${label('customer=c-7')}`)],
-    ['7d, 15m buckets', at(7 * DAY, '15m')],
+    ['7d, 15m buckets (not the UI’s: minute rows)', at(7 * DAY, '15m')],
     ['7d, 1h buckets', at(7 * DAY, '1h')],
     ['30d, 6h buckets', at(30 * DAY, '6h')],
   ];
