@@ -8,6 +8,7 @@ import {
 } from './migrations/0015-score-rollup.js';
 import type { ScoreAggregateFilter, ScoreBucket, StoreDialect } from './ports.js';
 import type { Database } from './schema.js';
+import { leadingTraces } from './trace-filters.js';
 
 /** A part of the range, `[from, to)`: read from the rollup's rows of `spanMs`, else from results. */
 interface Piece {
@@ -47,11 +48,22 @@ export async function aggregateScores(
   rollupSpans: readonly number[] = ROLLUP_SPANS_MS,
 ): Promise<ScoreBucket[]> {
   const bucket = Math.max(1, Math.floor(filter.bucketMs));
-  const byTrace = traceConditions(dialect, filter);
+  let byTrace = traceConditions(dialect, filter);
+  let byKey = false;
+  if (byTrace !== undefined) {
+    // A label matching few traces: their results by key, not every result in the range.
+    const { project, labels, policy, evaluator } = filter;
+    const lead = await leadingTraces(db, { project, labels, policy, evaluator });
+    if (lead?.length === 0) return [];
+    if (lead !== undefined) {
+      byTrace = sql`${byTrace} and ${resultOfTraces(dialect, lead)}`;
+      byKey = true;
+    }
+  }
   const spans = byTrace === undefined ? rollupSpans.filter((ms) => bucket % ms === 0) : [];
   const parts = rangePieces(filter.since, filter.until, spans).map((piece) =>
     piece.spanMs === undefined
-      ? fromResults(dialect, filter, bucket, piece, byTrace)
+      ? fromResults(dialect, filter, bucket, piece, byTrace, byKey)
       : fromRollup(dialect, filter, bucket, piece, piece.spanMs),
   );
   if (parts.length === 0) return [];
@@ -121,6 +133,7 @@ function fromResults(
   bucket: number,
   piece: Piece,
   byTrace: RawBuilder<unknown> | undefined,
+  byKey = false,
 ) {
   const conditions = [
     ...seriesConditions(filter, 'r'),
@@ -130,16 +143,26 @@ function fromResults(
     dialect === 'sqlite' ? sql`+r.outcome = 'OUTCOME_SCORED'` : sql`r.outcome = 'OUTCOME_SCORED'`,
   ];
   if (byTrace !== undefined) conditions.push(byTrace);
+  // SQLite took results_policy_idx (every result of the project) for a common label's exists.
+  const byTime =
+    dialect === 'sqlite' && !byKey ? sql`indexed by results_project_scored_idx` : sql``;
   return sql`select policy, evaluator, metric, bucket_start, count(*) as n, sum(v) as total
     from (
       select r.policy as policy, r.evaluator as evaluator, ${scoreName(dialect)} as metric,
         ${bucketOf(dialect, sql.ref('r.scored_at'), bucket)} as bucket_start,
         ${scoreNumber(dialect)} as v
-      from results r ${scoreElements(dialect, sql.ref('r.result'))}
+      from results r ${byTime} ${scoreElements(dialect, sql.ref('r.result'))}
       where ${sql.join(conditions, sql` and `)}
     ) e
     where v is not null and metric is not null
     group by policy, evaluator, metric, bucket_start`;
+}
+
+/** `r.trace_id` is one of `ids` (one parameter, as trace-filters.ts's `traceIdIn`). */
+function resultOfTraces(dialect: StoreDialect, ids: readonly string[]) {
+  return dialect === 'postgres'
+    ? sql`r.trace_id = any(${[...ids]}::text[])`
+    : sql`r.trace_id in (select value from json_each(${JSON.stringify(ids)}))`;
 }
 
 /** The trace's labels and service, as an `exists` on the result's trace; none: undefined. */
