@@ -120,6 +120,11 @@ async function tracesFigures(base: string): Promise<Figure[]> {
     ['labels customer=c-7 (0.05%)', `${list}&${label('customer=c-7')}`],
     ['labels canary=true (0.01%)', `${list}&${label('canary=true')}`],
     ['labels env=nowhere (none)', `${list}&${label('env=nowhere')}`],
+    ['labels env=dev&tier=trial (1%)', `${list}&${label('env=dev')}&${label('tier=trial')}`],
+    [
+      'labels customer=c-7&env=dev (~0.003%)',
+      `${list}&${label('customer=c-7')}&${label('env=dev')}`,
+    ],
     [
       'policy=quality&outcome=OUTCOME_SCORED (all)',
       `${list}&policy=quality&outcome=OUTCOME_SCORED`,
@@ -128,6 +133,8 @@ async function tracesFigures(base: string): Promise<Figure[]> {
     ['policy=experiment (0.01%)', `${list}&policy=experiment`],
     ['evaluator=nowhere (none)', `${list}&evaluator=nowhere`],
     ['outcome=OUTCOME_ERROR (1%)', `${list}&outcome=OUTCOME_ERROR`],
+    ['outcome=OUTCOME_SKIPPED (none)', `${list}&outcome=OUTCOME_SKIPPED`],
+    ['policy=safety&outcome=OUTCOME_ERROR (none)', `${list}&policy=safety&outcome=OUTCOME_ERROR`],
   ];
   const out: Figure[] = [];
   for (const [name, url] of cases) out.push(await measure(name, url, LIST_BUDGET));
@@ -143,6 +150,7 @@ async function aggregateFigures(base: string): Promise<Figure[]> {
     ['24h, 15m buckets (the UI’s default)', at(DAY, '15m')],
     ['24h, policy=quality&evaluator=latency', at(DAY, '15m', '&policy=quality&evaluator=latency')],
     ['24h, labels customer=c-7', at(DAY, '15m', `&${label('customer=c-7')}`)],
+    ['7d, 15m buckets (not the UI’s: minute rows)', at(7 * DAY, '15m')],
     ['7d, 1h buckets', at(7 * DAY, '1h')],
     ['30d, 6h buckets', at(30 * DAY, '6h')],
   ];

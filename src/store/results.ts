@@ -15,6 +15,7 @@ import type {
   StoreDialect,
 } from './ports.js';
 import type { Database } from './schema.js';
+import { aggregateScores } from './score-aggregate.js';
 import { leadingTraces, traceIdIn } from './trace-filters.js';
 import { resultsExist, SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
 
@@ -271,73 +272,8 @@ export class KyselyResultStore implements ResultStore {
     return traces.map((t) => latest.get(traceKey(t.project, t.traceId)) ?? []);
   }
 
-  async aggregate(filter: ScoreAggregateFilter): Promise<ScoreBucket[]> {
-    const bucket = Math.max(1, Math.floor(filter.bucketMs));
-    const postgres = this.dialect === 'postgres';
-    // One row per score of each result: JSON functions differ by dialect, the rest is shared.
-    const scores = postgres
-      ? sql`cross join lateral jsonb_array_elements(r.result::jsonb -> 'scores') as s(value)`
-      : sql`, json_each(r.result, '$.scores') as s`;
-    const start = postgres
-      ? sql`(r.scored_at / ${bucket}::bigint) * ${bucket}::bigint`
-      : sql`cast(r.scored_at / ${bucket} as integer) * ${bucket}`;
-    const name = postgres ? sql`s.value ->> 'name'` : sql`json_extract(s.value, '$.name')`;
-    const number = postgres
-      ? sql`case when jsonb_typeof(s.value -> 'value') = 'number' then (s.value ->> 'value')::float8
-          when jsonb_typeof(s.value -> 'passed') = 'boolean' then (case when (s.value ->> 'passed')::boolean then 1 else 0 end)
-          end`
-      : sql`case when json_type(s.value, '$.value') in ('integer', 'real') then json_extract(s.value, '$.value')
-          when json_type(s.value, '$.passed') in ('true', 'false') then json_extract(s.value, '$.passed')
-          end`;
-    const conditions = [
-      sql`r.project = ${filter.project}`,
-      sql`r.scored_at >= ${filter.since}`,
-      sql`r.scored_at < ${filter.until}`,
-      sql`r.outcome = 'OUTCOME_SCORED'`,
-    ];
-    if (filter.policy !== undefined) conditions.push(sql`r.policy = ${filter.policy}`);
-    if (filter.evaluator !== undefined) conditions.push(sql`r.evaluator = ${filter.evaluator}`);
-    const traceConditions = [];
-    const labels = labelsMatch(this.dialect, filter.labels);
-    if (labels !== undefined) traceConditions.push(labels);
-    if (filter.services !== undefined) {
-      traceConditions.push(
-        filter.services.length === 0
-          ? sql`1 = 0`
-          : sql`service in (${sql.join(filter.services.map((x) => sql`${x}`))})`,
-      );
-    }
-    if (traceConditions.length > 0) {
-      conditions.push(
-        sql`exists (select 1 from traces where traces.project = r.project and traces.trace_id = r.trace_id and ${sql.join(traceConditions, sql` and `)})`,
-      );
-    }
-    const result = await sql<{
-      policy: string;
-      evaluator: string;
-      metric: string;
-      bucket_start: number | string;
-      n: number | string;
-      total: number | string;
-    }>`
-      select policy, evaluator, metric, bucket_start, count(*) as n, sum(v) as total
-      from (
-        select r.policy as policy, r.evaluator as evaluator, ${name} as metric,
-          ${start} as bucket_start, ${number} as v
-        from results r ${scores}
-        where ${sql.join(conditions, sql` and `)}
-      ) x
-      where v is not null and metric is not null
-      group by policy, evaluator, metric, bucket_start
-      order by policy, evaluator, metric, bucket_start`.execute(this.db);
-    return result.rows.map((r) => ({
-      policy: r.policy,
-      evaluator: r.evaluator,
-      metric: r.metric,
-      bucketStart: Number(r.bucket_start),
-      n: Number(r.n),
-      sum: Number(r.total),
-    }));
+  aggregate(filter: ScoreAggregateFilter): Promise<ScoreBucket[]> {
+    return aggregateScores(this.db, this.dialect, filter);
   }
 
   /**

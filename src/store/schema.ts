@@ -81,6 +81,19 @@ export interface TraceLabelsTable {
   trace_id: string;
 }
 
+/** Numeric scores counted and summed per width and bucket (migration 15; kept by triggers). */
+export interface ScoreRollupTable {
+  project: string;
+  /** The bucket's width: 60,000 or 3,600,000. */
+  span_ms: number;
+  bucket_start: number;
+  policy: string;
+  evaluator: string;
+  metric: string;
+  n: number;
+  total: number;
+}
+
 export interface SpanChunksTable {
   project: string;
   trace_id: string;
@@ -428,6 +441,7 @@ export interface Database {
   guard_policies: PoliciesTable;
   work_items: WorkItemsTable;
   results: ResultsTable;
+  score_rollup: ScoreRollupTable;
   metric_points: MetricPointsTable;
   alert_states: AlertStatesTable;
   alert_transitions: AlertTransitionsTable;

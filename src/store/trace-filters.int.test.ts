@@ -15,7 +15,7 @@ import { FakeClock, type Span } from '../core/index.js';
 import { openStore, type Store } from './index.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
-import { probesOf } from './trace-filters.js';
+import { LEAD_MAX, leadingTraces, probesOf } from './trace-filters.js';
 
 /**
  * The list filters that lead from their own index (migration 14): labels kept by triggers as
@@ -217,7 +217,9 @@ describe('the plans of the leading probes on SQLite', () => {
         source: 'nowhere',
       });
       probes.push(...probesOf(db, { project: 'p', evaluator: 'nowhere' }));
-      expect(probes).toHaveLength(5);
+      probes.push(...probesOf(db, { project: 'p', outcome: 'OUTCOME_ERROR' }));
+      probes.push(...probesOf(db, { project: 'p', outcome: 'OUTCOME_ERROR', policy: 'quality' }));
+      expect(probes).toHaveLength(7);
       for (const probe of probes) {
         const { sql, parameters } = probe.compile();
         const plan = file
@@ -228,6 +230,48 @@ describe('the plans of the leading probes on SQLite', () => {
         );
         expect(plan.some((p) => p.detail.startsWith('SCAN'))).toBe(false);
       }
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('leads by a rare outcome, and by the few traces two common labels share', async () => {
+    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
+    await store.close();
+    const file = new Database(join(dir, SQLITE_FILE_NAME));
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    try {
+      const row = (id: string, outcome: string) =>
+        `('p', '${id}', 'quality', 'd', 'e', 0, '${outcome}', '{}', ${T0})`;
+      file.exec(`insert into results (project, trace_id, policy, digest, evaluator, position,
+        outcome, result, scored_at) values ${row('a', 'OUTCOME_ERROR')}, ${row('b', 'OUTCOME_SCORED')}`);
+      expect(await leadingTraces(db, { project: 'p', outcome: 'OUTCOME_SKIPPED' })).toEqual([]);
+      expect(await leadingTraces(db, { project: 'p', outcome: 'OUTCOME_ERROR' })).toEqual(['a']);
+      expect(
+        await leadingTraces(db, { project: 'p', outcome: 'OUTCOME_ERROR', policy: 'other' }),
+      ).toEqual([]);
+      // More than LEAD_MAX traces each, one in common; then none in common.
+      const labelled = (key: string, value: string, from: number, to: number) =>
+        file.exec(`with recursive s(i) as (select ${from} union all select i + 1 from s where i < ${to})
+          insert into trace_labels (project, key, value, trace_id)
+          select 'p', '${key}', '${value}', printf('%032x', i) from s`);
+      labelled('env', 'dev', 0, LEAD_MAX + 10);
+      labelled('tier', 'trial', LEAD_MAX + 10, 2 * LEAD_MAX + 20);
+      labelled('tier', 'gold', LEAD_MAX + 11, 2 * LEAD_MAX + 20);
+      expect(
+        await leadingTraces(db, { project: 'p', labels: { env: 'dev', tier: 'trial' } }),
+      ).toEqual([traceId(LEAD_MAX + 10)]);
+      expect(
+        await leadingTraces(db, { project: 'p', labels: { env: 'dev', tier: 'gold' } }),
+      ).toEqual([]);
+      // Sharing more than LEAD_MAX: the walk.
+      expect(
+        await leadingTraces(db, { project: 'p', labels: { tier: 'trial', 'tier-2': 'x' } }),
+      ).toEqual([]);
+      labelled('team', 'a', LEAD_MAX + 10, 2 * LEAD_MAX + 20);
+      expect(
+        await leadingTraces(db, { project: 'p', labels: { tier: 'trial', team: 'a' } }),
+      ).toBeUndefined();
     } finally {
       await db.destroy();
     }

@@ -12,12 +12,22 @@ import type { Database } from './schema.js';
  */
 export const LEAD_MAX = 5000;
 
+/**
+ * Two or more filters each matching more than LEAD_MAX traces may still match few together
+ * (`env=dev&tier=trial`), or none: the walk then reads the whole project. When one of them
+ * matches at most this many, its traces are checked against the others' indexes (a key lookup
+ * each) and the traces matching all lead if they are few.
+ */
+export const INTERSECT_MAX = 20_000;
+
 /** The filters of the traces and scores lists that have an index of their own. */
 export interface IndexedFilter {
   project: string;
   labels?: Readonly<Record<string, string>> | undefined;
   policy?: string | undefined;
   evaluator?: string | undefined;
+  /** Of a result matching `policy` and `evaluator` when given (the traces list's). */
+  outcome?: string | undefined;
   service?: string | undefined;
   /** Pulled traces' source (OTLP traces have none, and no entry in the index). */
   source?: string | undefined;
@@ -39,10 +49,16 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
         .where('value', '=', value),
     );
   }
-  if (filter.policy !== undefined || filter.evaluator !== undefined) {
+  if (
+    filter.policy !== undefined ||
+    filter.evaluator !== undefined ||
+    filter.outcome !== undefined
+  ) {
     // Rows, not distinct traces (a trace has one per evaluator and version): `distinct` made
-    // PostgreSQL hash every result of a common policy before the limit applied.
+    // PostgreSQL hash every result of a common policy before the limit applied. One result
+    // matches all three (results_outcome_idx when outcome is given).
     let q = db.selectFrom('results').select('trace_id').where('project', '=', project);
+    if (filter.outcome !== undefined) q = q.where('outcome', '=', filter.outcome);
     if (filter.policy !== undefined) q = q.where('policy', '=', filter.policy);
     if (filter.evaluator !== undefined) q = q.where('evaluator', '=', filter.evaluator);
     probes.push(q);
@@ -81,18 +97,52 @@ export async function leadingTraces(
   db: Kysely<Database>,
   filter: IndexedFilter,
 ): Promise<string[] | undefined> {
+  const probes = probesOf(db, filter);
   let lead: { probe: Probe; n: number } | undefined;
-  for (const probe of probesOf(db, filter)) {
-    const row = await db
-      .selectFrom(probe.limit(LEAD_MAX + 1).as('m'))
-      .select((eb) => eb.fn.countAll<number | string>().as('n'))
-      .executeTakeFirst();
-    const n = Number(row?.n ?? 0);
+  for (const probe of probes) {
+    const n = await countUpTo(db, probe, LEAD_MAX);
     if (n === 0) return [];
     if (n <= LEAD_MAX && (lead === undefined || n < lead.n)) lead = { probe, n };
   }
-  if (lead === undefined) return undefined;
-  return [...new Set((await lead.probe.execute()).map((r) => r.trace_id))];
+  if (lead !== undefined) return distinctIds(await lead.probe.execute());
+  return probes.length > 1 ? intersection(db, probes) : undefined;
+}
+
+/** Entries the probe lists, counted up to `max + 1` (index-only). */
+async function countUpTo(db: Kysely<Database>, probe: Probe, max: number): Promise<number> {
+  const row = await db
+    .selectFrom(probe.limit(max + 1).as('m'))
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+const distinctIds = (rows: readonly { trace_id: string }[]) => [
+  ...new Set(rows.map((r) => r.trace_id)),
+];
+
+/**
+ * The traces every probe lists, when one lists at most INTERSECT_MAX and all together at most
+ * LEAD_MAX; else undefined (the walk). The smallest probe's traces are each looked up in the
+ * others' indexes.
+ */
+async function intersection(
+  db: Kysely<Database>,
+  probes: readonly Probe[],
+): Promise<string[] | undefined> {
+  let driver: { probe: Probe; n: number } | undefined;
+  for (const probe of probes) {
+    const n = await countUpTo(db, probe, INTERSECT_MAX);
+    if (n <= INTERSECT_MAX && (driver === undefined || n < driver.n)) driver = { probe, n };
+  }
+  if (driver === undefined) return undefined;
+  let q = db.selectFrom(driver.probe.as('d')).select('d.trace_id');
+  for (const other of probes) {
+    if (other === driver.probe) continue;
+    q = q.where((eb) => eb.exists(other.where('trace_id', '=', eb.ref('d.trace_id'))));
+  }
+  const rows = await q.limit(LEAD_MAX + 1).execute();
+  return rows.length > LEAD_MAX ? undefined : distinctIds(rows);
 }
 
 /**

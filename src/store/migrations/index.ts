@@ -13,6 +13,8 @@ import { spanResources } from './0011-span-resources.js';
 import { audit } from './0012-audit.js';
 import { guardPolicies } from './0013-guard-policies.js';
 import { readIndexes } from './0014-read-indexes.js';
+import { scoreRollup } from './0015-score-rollup.js';
+import { resultsOutcomeIndex } from './0016-results-outcome-index.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -33,4 +35,6 @@ export const MIGRATIONS: readonly Migration[] = [
   audit,
   guardPolicies,
   readIndexes,
+  scoreRollup,
+  resultsOutcomeIndex,
 ];
