@@ -10,6 +10,13 @@
  * Budget: ≥ 30k spans/s on SQLite, ≥ 20k on PostgreSQL (2 cores), server RSS ≤ 300 MB; the
  * secret detectors cost ≤ 15% of ingest.
  *
+ * Last, the peers (bench/peers/README.md): the compiled server beside Arize Phoenix and beside
+ * MLflow 3's OTLP endpoint, each pair on the same slice of this payload (its first
+ * BENCH_PHOENIX_SPANS, default 5000, and BENCH_MLFLOW_SPANS, default 22000, rounded up to whole
+ * requests) one right after the other, BENCH_PEER_ROUNDS times (default 1); spans/s counts only
+ * what each server gives back when asked, and the ratio is taken within a pair only.
+ * `npm run bench -- ingest --peers` runs only that part.
+ *
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
  */
@@ -523,7 +530,7 @@ async function comparePeers(payload: Payload, main: string): Promise<void> {
   for (const [name, rs] of ratios) {
     console.log(
       `Touchstone / ${name}, like for like: ${rs.map((r) => `${fmt(r, 1)}×`).join(', ')}` +
-        `${rs.length > 1 ? ` (median ${fmt(percentile(rs, 50), 1)}×)` : ''}`,
+        `${rs.length > 2 ? ` (median ${fmt(percentile(rs, 50), 1)}×)` : ''}`,
     );
   }
 }

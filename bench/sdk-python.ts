@@ -7,10 +7,14 @@
  * server's open-trace gauge to reach zero and prints how long completion trailed and its rate. Needs
  * TOUCHSTONE_SDK_PYTHON (the SDK's test venv); with TOUCHSTONE_INTEROP_MLFLOW_PYTHON also set, the
  * same record is logged with the MLflow SDK to a live MLflow tracking server in the same run, and
- * the ratios are printed. Budgets (DESIGN §7): log() ≤ 20 µs per call, ≥ 20k records/s exported.
+ * the ratios are printed. Langfuse's Python SDK (a venv that bench/peers/venv.sh makes; its
+ * server cannot run here) logs the same record to the sink, which counts the spans it receives,
+ * beside log() to the same sink (TOUCHSTONE_BENCH_LANGFUSE=0 skips it). Budgets (DESIGN §7):
+ * log() ≤ 20 µs per call, ≥ 20k records/s exported.
  *
  * Knobs: BENCH_SDK_CALLS (20000 timed calls), BENCH_SDK_RECORDS (100000 exported records),
- * BENCH_MLFLOW_RECORDS (3000: MLflow exports a few hundred traces per second).
+ * BENCH_MLFLOW_RECORDS (3000: MLflow exports a few hundred traces per second),
+ * BENCH_LANGFUSE_RECORDS (20000).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
