@@ -60,3 +60,19 @@ export async function startBuiltServer(
   }
   return proc;
 }
+
+/** The server's `touchstone_open_traces` gauge. */
+async function openTraces(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const match = /^touchstone_open_traces (\d+)/m.exec(text);
+  return match === null ? Number.NaN : Number(match[1]);
+}
+
+/** Waits until the server has completed every trace; returns the seconds waited. */
+export async function completionTail(base: string, deadlineMs = 600_000): Promise<number> {
+  const started = Date.now();
+  while ((await openTraces(base)) > 0 && Date.now() - started < deadlineMs) {
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return (Date.now() - started) / 1000;
+}

@@ -10,6 +10,13 @@
  * Budget: ≥ 30k spans/s on SQLite, ≥ 20k on PostgreSQL (2 cores), server RSS ≤ 300 MB; the
  * secret detectors cost ≤ 15% of ingest.
  *
+ * Last, the peers (bench/peers/README.md): the compiled server beside Arize Phoenix and beside
+ * MLflow 3's OTLP endpoint, each pair on the same slice of this payload (its first
+ * BENCH_PHOENIX_SPANS, default 5000, and BENCH_MLFLOW_SPANS, default 22000, rounded up to whole
+ * requests) one right after the other, BENCH_PEER_ROUNDS times (default 1); spans/s counts only
+ * what each server gives back when asked, and the ratio is taken within a pair only.
+ * `npm run bench -- ingest --peers` runs only that part.
+ *
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
  */
@@ -18,18 +25,24 @@ import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
+import { SQLITE_FILE_NAME } from '../src/store/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { freePort, serveArgs } from '../test/support/process.js';
-import { buildServer, startBuiltServer } from './built-server.js';
-import { phoenixIngest } from './peers/phoenix.js';
+import { buildServer, completionTail, startBuiltServer } from './built-server.js';
+import { mlflowIngest } from './peers/mlflow.js';
+import { countSpans, phoenixIngest } from './peers/phoenix.js';
+import { type IngestFigures, postBodies, storedAtAnswer } from './peers/post.js';
 import { fmt, percentile } from './stats.js';
 
 const TOTAL_SPANS = Number(process.env.BENCH_SPANS ?? 400_000);
 const TRACES_PER_REQUEST = 50;
 const PHOENIX_SPANS = Number(process.env.BENCH_PHOENIX_SPANS ?? 5000);
+const MLFLOW_SPANS = Number(process.env.BENCH_MLFLOW_SPANS ?? 22_000);
+const PEER_ROUNDS = Number(process.env.BENCH_PEER_ROUNDS ?? 1);
 const IN_FLIGHT = 4;
 const SECRETS_ROUNDS = Number(process.env.BENCH_SECRETS_ROUNDS ?? 3);
 const PII = ['email', 'us-ssn', 'credit-card', 'phone'];
@@ -247,9 +260,7 @@ async function run(
         `${fmt(spanCount / secs, 0)} spans/s stored, request p50 ${fmt(percentile(latencies, 50), 1)} ms, p95 ${fmt(percentile(latencies, 95), 1)} ms, ` +
         `CPU ${fmt(cpuMsPer1k, 1)} ms per 1k spans (main thread, client included, ${fmt(mainMsPer1k, 1)})` +
         `${failures > 0 ? `, FAILED requests: ${failures}` : ''}; RSS ${fmt(process.memoryUsage().rss / 1e6, 0)} MB; ` +
-        `load average ${loadavg()
-          .map((l) => fmt(l, 1))
-          .join(' ')}`,
+        `load average ${load()}`,
     );
     if (!completion) return { spansPerSecond: spanCount / secs, cpuMsPer1k, mainMsPer1k };
     // Completion runs off the request path (a worker thread); report how far behind it was.
@@ -266,6 +277,12 @@ async function run(
     await app.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+function load(): string {
+  return loadavg()
+    .map((l) => fmt(l, 1))
+    .join(' ');
 }
 
 /** Peak RSS (VmHWM) of a process, in MB, from /proc (Linux). */
@@ -301,15 +318,15 @@ async function settled(pid: number, deadlineMs: number): Promise<void> {
   }
 }
 
-/** The real `touchstone serve` process (SQLite), so its CPU and memory are measured apart from the client. */
-async function runServerProcess(payload: Payload): Promise<void> {
-  const main = buildServer('server');
-  if (main === undefined) {
-    console.log(
-      'SQLite, separate server process: skipped (tsc emitted no bench/out/server/main.js)',
-    );
-    return;
-  }
+interface TouchstoneProcess {
+  base: string;
+  pid: number;
+  dataDir: string;
+  stop(): void;
+}
+
+/** The compiled `touchstone serve` (SQLite, redaction as in-process) in a fresh data dir. */
+async function startTouchstone(main: string): Promise<TouchstoneProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-proc-'));
   writeFileSync(
     join(dataDir, 'config.yaml'),
@@ -317,41 +334,78 @@ async function runServerProcess(payload: Payload): Promise<void> {
   );
   const port = await freePort();
   const proc = await startBuiltServer(main, serveArgs(dataDir, port, join(dataDir, 'config.yaml')));
-  const pid = proc.pid as number;
+  return {
+    base: `http://127.0.0.1:${port}`,
+    pid: proc.pid as number,
+    dataDir,
+    stop: () => {
+      proc.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Spans in the server's SQLite database, read back from the file while it runs: the entries of
+ * every span chunk (the bench's spans have no detached events, the other kind of entry).
+ */
+function storedSpansIn(dataDir: string): number {
+  const db = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
   try {
-    const url = `http://127.0.0.1:${port}/v1/traces`;
-    let next = 0;
-    const main0 = cpuSeconds(pid, pid);
-    const all0 = cpuSeconds(pid);
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < payload.bodies.length) {
-          const res = await fetch(url, {
-            method: 'POST',
-            body: payload.bodies[next++] as Buffer,
-            headers: { 'content-type': 'application/x-protobuf' },
-          });
-          await res.arrayBuffer();
-        }
-      }),
-    );
-    const secs = (performance.now() - t0) / 1000;
+    const row = db
+      .prepare('select coalesce(sum(json_array_length(spans)), 0) as n from span_chunks')
+      .get() as { n: number };
+    return row.n;
+  } finally {
+    db.close();
+  }
+}
+
+/** The real `touchstone serve` process (SQLite), so its CPU and memory are measured apart from the client. */
+async function runServerProcess(payload: Payload, main: string): Promise<void> {
+  const server = await startTouchstone(main);
+  try {
+    const main0 = cpuSeconds(server.pid, server.pid);
+    const all0 = cpuSeconds(server.pid);
+    const posted = await postBodies(`${server.base}/v1/traces`, payload.bodies, {
+      inFlight: IN_FLIGHT,
+    });
     const spans = payload.bodies.length * payload.spansPerBody;
     const perSpan = (seconds: number) => fmt((seconds * 1e6) / spans, 1);
-    const mainCpu = perSpan(cpuSeconds(pid, pid) - main0);
-    const allCpu = perSpan(cpuSeconds(pid) - all0);
-    await settled(pid, 120_000);
+    const mainCpu = perSpan(cpuSeconds(server.pid, server.pid) - main0);
+    const allCpu = perSpan(cpuSeconds(server.pid) - all0);
+    const stored = storedSpansIn(server.dataDir);
+    await settled(server.pid, 120_000);
     console.log(
-      `SQLite, separate server process: ${fmt(spans / secs, 0)} spans/s stored; server CPU per span ${mainCpu} µs on the main thread, ` +
-        `${allCpu} µs all threads while ingesting, ${perSpan(cpuSeconds(pid) - all0)} µs including the rest of trace completion; ` +
-        `server peak RSS ${fmt(peakRssMb(pid), 0)} MB (budget ≤ 300 MB); load average ${loadavg()
-          .map((l) => fmt(l, 1))
-          .join(' ')}`,
+      `SQLite, separate server process: ${fmt(stored / posted.seconds, 0)} spans/s stored (${stored} of ${spans} read back from its database); ` +
+        `server CPU per span ${mainCpu} µs on the main thread, ` +
+        `${allCpu} µs all threads while ingesting, ${perSpan(cpuSeconds(server.pid) - all0)} µs including the rest of trace completion; ` +
+        `server peak RSS ${fmt(peakRssMb(server.pid), 0)} MB (budget ≤ 300 MB); load average ${load()}`,
     );
   } finally {
-    proc.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    server.stop();
+  }
+}
+
+/** The compiled server on one slice: spans/s stored, and how long trace completion trailed. */
+async function touchstoneIngest(
+  main: string,
+  bodies: Buffer[],
+  warmUp: Buffer,
+): Promise<IngestFigures & { completionSeconds: number }> {
+  const server = await startTouchstone(main);
+  try {
+    const url = `${server.base}/v1/traces`;
+    await postBodies(url, [warmUp], { inFlight: 1 });
+    const spans = bodies.reduce((n, b) => n + countSpans(b), 0);
+    const posted = await postBodies(url, bodies, { inFlight: IN_FLIGHT });
+    const stored = storedSpansIn(server.dataDir) - countSpans(warmUp);
+    return {
+      ...storedAtAnswer(posted, spans, stored),
+      completionSeconds: await completionTail(server.base),
+    };
+  } finally {
+    server.stop();
   }
 }
 
@@ -385,29 +439,118 @@ async function compareSecrets(payload: Payload): Promise<void> {
   );
 }
 
-export async function main(): Promise<void> {
-  const payload = buildPayload(TOTAL_SPANS);
-  const sqlite = (await run('SQLite', { driver: 'sqlite' }, payload)).spansPerSecond;
-  await runServerProcess(payload);
-  const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
-  if (pg === undefined)
-    console.log(
-      'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL of an empty database)',
-    );
-  else await run('PostgreSQL', { driver: 'postgres', url: pg }, payload);
-  if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
+type PeerResult = (IngestFigures & { version: string; note: string }) | { skipped: string };
 
-  // The peer: Arize Phoenix on the same payload. It stores ~50 spans/s here, so it gets a slice
-  // (BENCH_PHOENIX_SPANS, default 5000); rates are per second, so they compare.
-  const slice = Math.max(1, Math.ceil(PHOENIX_SPANS / payload.spansPerBody));
-  const phoenix = await phoenixIngest(payload.bodies.slice(0, slice), { inFlight: IN_FLIGHT });
-  if ('skipped' in phoenix) {
-    console.log(`Phoenix: skipped (${phoenix.skipped})`);
-    return;
-  }
-  console.log(
-    `Phoenix ${phoenix.version} (its SQLite, same payload, first ${phoenix.spans} spans): ${fmt(phoenix.spansPerSecond, 0)} spans/s stored ` +
-      `(${fmt(phoenix.ackSpansPerSecond, 0)} spans/s acknowledged; it answers before storing), request p95 ${fmt(phoenix.p95Ms, 1)} ms. ` +
-      `Touchstone on SQLite stores ${fmt(sqlite / phoenix.spansPerSecond, 1)}× faster, and acknowledges only once stored.`,
+interface Peer {
+  name: string;
+  /** Spans of its slice (whole requests: rounded up to a multiple of a request's spans). */
+  spans: number;
+  run(bodies: Buffer[], warmUp: Buffer): Promise<PeerResult>;
+}
+
+const PEERS: Peer[] = [
+  {
+    name: 'Phoenix',
+    spans: PHOENIX_SPANS,
+    run: async (bodies, warmUp) => {
+      const r = await phoenixIngest(bodies, { inFlight: IN_FLIGHT, warmUp });
+      if ('skipped' in r) return r;
+      const note = `its SQLite; counted by its GraphQL API; it answers before storing: ${fmt(r.ackSpansPerSecond, 0)} spans/s acknowledged`;
+      return { ...r, note };
+    },
+  },
+  {
+    name: 'MLflow',
+    spans: MLFLOW_SPANS,
+    run: async (bodies, warmUp) => {
+      const r = await mlflowIngest(bodies, { inFlight: IN_FLIGHT, warmUp });
+      if ('skipped' in r) return r;
+      const note =
+        'OTLP endpoint /v1/traces, SQLite backend, stores before answering; counted by its REST API (traces search + batchGet)';
+      return { ...r, note };
+    },
+  },
+];
+
+function figures(label: string, f: IngestFigures, extra: string): string {
+  const lost = f.stored < f.spans ? `, ONLY ${f.stored} of ${f.spans} stored` : '';
+  return (
+    `  ${label}: ${fmt(f.spansPerSecond, 0)} spans/s stored (${f.stored} read back${lost}; ${extra}), ` +
+    `${fmt(f.seconds, 1)} s, request p95 ${fmt(f.p95Ms, 1)} ms` +
+    `${f.retries > 0 ? `, ${f.retries} retried 503/429` : ''} [load ${load()}]`
   );
+}
+
+/**
+ * Touchstone beside each peer on the same slice of the same payload (its first requests) in the
+ * same round, one right after the other (the order alternates between rounds, as the host's load
+ * drifts); the ratio is taken only between those two runs. Each run starts a fresh server with an
+ * empty store; start-up and one warm-up request (one agent trace, stored and then left out of the
+ * count) are not timed.
+ */
+async function comparePeers(payload: Payload, main: string): Promise<void> {
+  // One agent trace of its own (fresh ids), sent to each server before its timed slice.
+  const warmUp = protobufBody(recordSpans({ 'service.name': 'warm-up' }, (t) => agent(t, 0)));
+  const ratios = new Map<string, number[]>();
+  for (let round = 0; round < PEER_ROUNDS; round++) {
+    for (const peer of PEERS) {
+      const bodies = payload.bodies.slice(0, Math.ceil(peer.spans / payload.spansPerBody));
+      const spans = bodies.length * payload.spansPerBody;
+      console.log(
+        `round ${round + 1}/${PEER_ROUNDS}, Touchstone and ${peer.name} on the same slice: the first ${spans} spans of the payload ` +
+          `(${bodies.length} requests of ${payload.spansPerBody} spans, ${IN_FLIGHT} in flight)`,
+      );
+      let ours: Awaited<ReturnType<typeof touchstoneIngest>> | undefined;
+      let theirs: PeerResult | undefined;
+      const runOurs = async () => {
+        ours = await touchstoneIngest(main, bodies, warmUp);
+        console.log(
+          figures(
+            'Touchstone (compiled server, SQLite)',
+            ours,
+            `counted in its database; every trace complete ${fmt(ours.completionSeconds, 1)} s after the last answer`,
+          ),
+        );
+      };
+      const runTheirs = async () => {
+        theirs = await peer.run(bodies, warmUp);
+        if ('skipped' in theirs) console.log(`  ${peer.name}: skipped (${theirs.skipped})`);
+        else console.log(figures(`${peer.name} ${theirs.version}`, theirs, theirs.note));
+      };
+      for (const step of round % 2 === 0 ? [runOurs, runTheirs] : [runTheirs, runOurs])
+        await step();
+      if (ours === undefined || theirs === undefined || 'skipped' in theirs) continue;
+      const ratio = ours.spansPerSecond / theirs.spansPerSecond;
+      ratios.set(peer.name, [...(ratios.get(peer.name) ?? []), ratio]);
+      console.log(
+        `  ratio (same ${spans}-span slice, same round): Touchstone stores ${fmt(ratio, 1)}× ${peer.name}'s spans/s`,
+      );
+    }
+  }
+  for (const [name, rs] of ratios) {
+    console.log(
+      `Touchstone / ${name}, like for like: ${rs.map((r) => `${fmt(r, 1)}×`).join(', ')}` +
+        `${rs.length > 2 ? ` (median ${fmt(percentile(rs, 50), 1)}×)` : ''}`,
+    );
+  }
+}
+
+export async function main(): Promise<void> {
+  const peersOnly = process.argv.includes('--peers');
+  const payload = buildPayload(peersOnly ? Math.max(...PEERS.map((p) => p.spans)) : TOTAL_SPANS);
+  const server = buildServer('server');
+  if (server === undefined)
+    console.log('compiled server: skipped (tsc emitted no bench/out/server/main.js)');
+  if (!peersOnly) {
+    await run('SQLite', { driver: 'sqlite' }, payload);
+    if (server !== undefined) await runServerProcess(payload, server);
+    const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
+    if (pg === undefined)
+      console.log(
+        'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL of an empty database)',
+      );
+    else await run('PostgreSQL', { driver: 'postgres', url: pg }, payload);
+    if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
+  }
+  if (server !== undefined) await comparePeers(payload, server);
 }

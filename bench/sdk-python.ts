@@ -7,26 +7,35 @@
  * server's open-trace gauge to reach zero and prints how long completion trailed and its rate. Needs
  * TOUCHSTONE_SDK_PYTHON (the SDK's test venv); with TOUCHSTONE_INTEROP_MLFLOW_PYTHON also set, the
  * same record is logged with the MLflow SDK to a live MLflow tracking server in the same run, and
- * the ratios are printed. Budgets (DESIGN §7): log() ≤ 20 µs per call, ≥ 20k records/s exported.
+ * the ratios are printed. Langfuse's Python SDK (a venv that bench/peers/venv.sh makes; its
+ * server cannot run here) logs the same record to the sink, which counts the spans it receives,
+ * beside log() to the same sink (TOUCHSTONE_BENCH_LANGFUSE=0 skips it). Budgets (DESIGN §7):
+ * log() ≤ 20 µs per call, ≥ 20k records/s exported.
  *
  * Knobs: BENCH_SDK_CALLS (20000 timed calls), BENCH_SDK_RECORDS (100000 exported records),
- * BENCH_MLFLOW_RECORDS (3000: MLflow exports a few hundred traces per second).
+ * BENCH_MLFLOW_RECORDS (3000: MLflow exports a few hundred traces per second),
+ * BENCH_LANGFUSE_RECORDS (20000).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import { MLFLOW_PYTHON, startMlflowServer } from '../test/interop/mlflow/mlflow-server.js';
 import { freePort, serveArgs } from '../test/support/process.js';
 import { runPython } from '../test/support/python.js';
-import { buildServer, startBuiltServer } from './built-server.js';
+import { buildServer, completionTail, startBuiltServer } from './built-server.js';
+import { countSpans, venvPython } from './peers/phoenix.js';
 import { fmt } from './stats.js';
 
 const SDK_PYTHON = process.env.TOUCHSTONE_SDK_PYTHON || undefined;
 const CALLS = Number(process.env.BENCH_SDK_CALLS ?? 20_000);
 const RECORDS = Number(process.env.BENCH_SDK_RECORDS ?? 100_000);
 const MLFLOW_RECORDS = Number(process.env.BENCH_MLFLOW_RECORDS ?? 3000);
+const LANGFUSE_RECORDS = Number(process.env.BENCH_LANGFUSE_RECORDS ?? 20_000);
+/** Newest on the Python package index when pinned (2026-11-27). */
+const LANGFUSE_REQUIREMENT = 'langfuse==5.0.4';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SDK_SRC = join(ROOT, 'sdk', 'python', 'src');
 
@@ -67,34 +76,31 @@ function lastJson<T>(stdout: string): T {
   return JSON.parse(line) as T;
 }
 
-/** An OTLP receiver that answers 200 at once: the SDK's own ceiling. */
-async function startSink(): Promise<{ url: string; server: Server }> {
+/**
+ * An OTLP receiver that answers 200 at once (the SDK's own ceiling) and counts the spans of the
+ * protobuf bodies it receives (gzip'd or not), so an exporter's delivery can be checked.
+ */
+async function startSink(): Promise<{ url: string; server: Server; spans: () => number }> {
+  let spans = 0;
   const server = createServer((req, res) => {
-    req.on('data', () => undefined);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (req.headers['content-type'] === 'application/x-protobuf') {
+        try {
+          const body = Buffer.concat(chunks);
+          spans += countSpans(req.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body);
+        } catch {
+          // not OTLP protobuf: answered all the same, not counted
+        }
+      }
       res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': 0 });
       res.end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, server };
-}
-
-/** The server's `touchstone_open_traces` gauge. */
-async function openTraces(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const match = /^touchstone_open_traces (\d+)/m.exec(text);
-  return match === null ? Number.NaN : Number(match[1]);
-}
-
-/** Waits until the server has completed every trace; returns the seconds waited. */
-async function completionTail(base: string, deadlineMs = 600_000): Promise<number> {
-  const started = Date.now();
-  while ((await openTraces(base)) > 0 && Date.now() - started < deadlineMs) {
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return (Date.now() - started) / 1000;
+  return { url: `http://127.0.0.1:${port}`, server, spans: () => spans };
 }
 
 async function sdkRun(python: string, endpoint: string): Promise<SdkFigures> {
@@ -124,8 +130,10 @@ export async function main(): Promise<void> {
   }
   const sink = await startSink();
   let sdkServer: SdkFigures | undefined;
+  let sdkSink: SdkFigures;
   try {
-    printSdk('sink answering at once', await sdkRun(SDK_PYTHON, sink.url));
+    sdkSink = await sdkRun(SDK_PYTHON, sink.url);
+    printSdk('sink answering at once', sdkSink);
   } finally {
     sink.server.close();
   }
@@ -167,6 +175,7 @@ export async function main(): Promise<void> {
     }`,
   );
 
+  await langfuse(sdkSink);
   if (MLFLOW_PYTHON === undefined) {
     console.log('MLflow: skipped (TOUCHSTONE_INTEROP_MLFLOW_PYTHON is not set)');
     return;
@@ -199,5 +208,62 @@ export async function main(): Promise<void> {
     }
   } finally {
     await mlflow.stop();
+  }
+}
+
+interface LangfuseFigures {
+  version: string;
+  span_p50_us: number;
+  span_p99_us: number;
+  span_mean_us: number;
+  warmup_records: number;
+  records: number;
+  seconds: number;
+}
+
+/**
+ * Langfuse's Python SDK beside touchstone's log(), both exporting to a sink that answers at once
+ * (Langfuse's server cannot run here), from a venv that bench/peers/venv.sh makes.
+ */
+async function langfuse(ours: SdkFigures): Promise<void> {
+  if (process.env.TOUCHSTONE_BENCH_LANGFUSE === '0') {
+    console.log('Langfuse: skipped (TOUCHSTONE_BENCH_LANGFUSE=0)');
+    return;
+  }
+  const python = await venvPython('langfuse', LANGFUSE_REQUIREMENT);
+  if ('skipped' in python) {
+    console.log(`Langfuse: skipped (${python.skipped})`);
+    return;
+  }
+  const sink = await startSink();
+  try {
+    const stdout = await runPython(
+      python.path,
+      [
+        join(ROOT, 'bench', 'sdk-python', 'langfuse_bench.py'),
+        sink.url,
+        String(CALLS),
+        String(LANGFUSE_RECORDS),
+      ],
+      { timeoutMs: 900_000 },
+    );
+    const f = lastJson<LangfuseFigures>(stdout);
+    // Spans the sink received during the timed export: all it counted but the warm-up's.
+    const exported = sink.spans() - f.warmup_records;
+    console.log(
+      `Langfuse ${f.version} (Python SDK, OTLP exporter to the sink answering at once): ` +
+        `start_as_current_observation block p50 ${fmt(f.span_p50_us, 1)} µs, p99 ${fmt(f.span_p99_us, 1)} µs, ` +
+        `mean ${fmt(f.span_mean_us, 1)} µs; exported ${fmt(exported / f.seconds, 0)} records/s ` +
+        `(${exported}/${f.records} received by the sink) [load ${load()}]`,
+    );
+    console.log(
+      `ratio (both to the sink): Langfuse block / touchstone log() per call ` +
+        `${fmt(f.span_p50_us / ours.log_p50_us, 1)}× (p50), ${fmt(f.span_p99_us / ours.log_p99_us, 1)}× (p99); ` +
+        `touchstone exports ${fmt(ours.records_per_s / (exported / f.seconds), 1)}× Langfuse's records/s`,
+    );
+  } catch (err) {
+    console.log(`Langfuse: failed (${(err as Error).message.slice(0, 1000)})`);
+  } finally {
+    sink.server.close();
   }
 }

@@ -7,8 +7,8 @@
  * all projects) equal to the number of spans sent; the rate at the last acknowledgement is
  * reported too (`ackSpansPerSecond`).
  *
- * The Python side comes from bench/peers/phoenix-venv.sh (a cached venv with a pinned
- * arize-phoenix). Skipped, with a reason, when TOUCHSTONE_BENCH_PHOENIX=0 or when the venv or the
+ * The Python side is the interop tests' Phoenix venv (TOUCHSTONE_INTEROP_PHOENIX_PYTHON, the same
+ * pin) when set, else a cached venv that bench/peers/venv.sh makes with PHOENIX_REQUIREMENT. Skipped, with a reason, when TOUCHSTONE_BENCH_PHOENIX=0 or when the venv or the
  * server cannot be made to work here.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -17,25 +17,22 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PHOENIX_PYTHON } from '../../test/interop/phoenix/phoenix-server.js';
 import { percentile } from '../stats.js';
+import { type IngestFigures, postBodies, type SliceOptions, sleep } from './post.js';
 
 export type PhoenixIngestResult =
-  | {
-      spans: number;
-      seconds: number;
-      spansPerSecond: number;
-      p95Ms: number;
+  | (IngestFigures & {
       version: string;
       /** Spans/s counted up to the last HTTP acknowledgement (before Phoenix stored them). */
       ackSpansPerSecond: number;
       ackSeconds: number;
-      /** Requests Phoenix turned away with 503/429 (queue at capacity) and that were re-sent. */
-      retries: number;
-    }
+    })
   | { skipped: string };
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const VENV_SCRIPT = join(HERE, 'phoenix-venv.sh');
+const VENV_SCRIPT = join(HERE, 'venv.sh');
+const PHOENIX_REQUIREMENT = 'arize-phoenix==20.26.1';
 const VENV_TIMEOUT_MS = 20 * 60_000;
 const START_TIMEOUT_MS = 180_000;
 const STORE_TIMEOUT_MS = 10 * 60_000;
@@ -67,12 +64,14 @@ sys.exit(main())
 
 export async function phoenixIngest(
   bodies: Buffer[],
-  options: { inFlight: number },
+  options: SliceOptions,
 ): Promise<PhoenixIngestResult> {
   if (process.env.TOUCHSTONE_BENCH_PHOENIX === '0') {
     return { skipped: 'disabled by TOUCHSTONE_BENCH_PHOENIX=0' };
   }
-  const python = await venvPython();
+  const python = PHOENIX_PYTHON
+    ? { path: PHOENIX_PYTHON }
+    : await venvPython('phoenix', PHOENIX_REQUIREMENT);
   if ('skipped' in python) return python;
 
   const spans = bodies.reduce((n, b) => n + countSpans(b), 0);
@@ -85,38 +84,17 @@ export async function phoenixIngest(
     const version = await fetch(`${base}/arize_phoenix_version`)
       .then(async (res) => (res.ok ? (await res.text()).trim() : 'unknown'))
       .catch(() => 'unknown');
+    if (options.warmUp !== undefined) {
+      await postBodies(`${base}/v1/traces`, [options.warmUp], { inFlight: 1 });
+      const warmSpans = countSpans(options.warmUp);
+      const until = performance.now() + STORE_TIMEOUT_MS;
+      while ((await storedSpans(base)) < warmSpans && performance.now() < until) await sleep(250);
+    }
     const before = await storedSpans(base);
 
-    const latencies: number[] = [];
-    let next = 0;
-    let retries = 0;
     const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: Math.max(1, options.inFlight) }, async () => {
-        while (next < bodies.length) {
-          const body = bodies[next++] as Buffer;
-          for (let attempt = 0; ; attempt++) {
-            const s = performance.now();
-            const res = await fetch(`${base}/v1/traces`, {
-              method: 'POST',
-              body,
-              headers: { 'content-type': 'application/x-protobuf' },
-            });
-            const text = Buffer.from(await res.arrayBuffer());
-            latencies.push(performance.now() - s);
-            if (res.status === 200) break;
-            // What an OTLP exporter does with a retryable answer: back off and send again.
-            if ((res.status === 503 || res.status === 429) && attempt < 100) {
-              retries++;
-              await sleep(Math.min(1000, 20 * 2 ** Math.min(attempt, 6)));
-              continue;
-            }
-            throw new Error(`Phoenix answered ${res.status}: ${text.toString('utf8', 0, 300)}`);
-          }
-        }
-      }),
-    );
-    const ackSeconds = (performance.now() - t0) / 1000;
+    const posted = await postBodies(`${base}/v1/traces`, bodies, options);
+    const ackSeconds = posted.seconds;
 
     const target = before + spans;
     let stored = before;
@@ -135,13 +113,14 @@ export async function phoenixIngest(
     const seconds = (performance.now() - t0) / 1000;
     return {
       spans,
+      stored: stored - before,
       seconds,
-      spansPerSecond: spans / seconds,
-      p95Ms: percentile(latencies, 95),
+      spansPerSecond: (stored - before) / seconds,
+      p95Ms: percentile(posted.latencies, 95),
+      retries: posted.retries,
       version,
       ackSpansPerSecond: spans / ackSeconds,
       ackSeconds,
-      retries,
     };
   } catch (err) {
     const tail = server !== undefined && !('skipped' in server) ? ` (${server.logTail()})` : '';
@@ -152,14 +131,18 @@ export async function phoenixIngest(
   }
 }
 
-async function venvPython(): Promise<{ path: string } | { skipped: string }> {
+/** The python of a cached venv with one pinned requirement (bench/peers/venv.sh makes or reuses it). */
+export async function venvPython(
+  name: string,
+  requirement: string,
+): Promise<{ path: string } | { skipped: string }> {
   try {
-    const out = await run('bash', [VENV_SCRIPT], VENV_TIMEOUT_MS);
+    const out = await run('bash', [VENV_SCRIPT, name, requirement], VENV_TIMEOUT_MS);
     const last = out.trim().split('\n').at(-1)?.trim() ?? '';
-    if (last === '') return { skipped: 'phoenix-venv.sh printed no python path' };
+    if (last === '') return { skipped: `venv.sh printed no python path for ${requirement}` };
     return { path: last };
   } catch (err) {
-    return { skipped: `phoenix-venv.sh failed: ${(err as Error).message.slice(-500)}` };
+    return { skipped: `venv.sh ${requirement} failed: ${(err as Error).message.slice(-500)}` };
   }
 }
 
@@ -358,8 +341,4 @@ function* lenFields(buf: Uint8Array, field: number): Generator<Uint8Array> {
       i += len;
     } else throw new Error(`unsupported protobuf wire type ${wire}`);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
