@@ -8,7 +8,7 @@ import {
 } from './migrations/0015-score-rollup.js';
 import type { ScoreAggregateFilter, ScoreBucket, StoreDialect } from './ports.js';
 import type { Database } from './schema.js';
-import { leadingTraces } from './trace-filters.js';
+import { leadingTraces, traceIdIn } from './trace-filters.js';
 
 /** A part of the range, `[from, to)`: read from the rollup's rows of `spanMs`, else from results. */
 interface Piece {
@@ -56,7 +56,7 @@ export async function aggregateScores(
     const lead = await leadingTraces(db, { project, labels, policy, evaluator });
     if (lead?.length === 0) return [];
     if (lead !== undefined) {
-      byTrace = sql`${byTrace} and ${resultOfTraces(dialect, lead)}`;
+      byTrace = sql`${byTrace} and ${traceIdIn(dialect, lead, 'r.trace_id')}`;
       byKey = true;
     }
   }
@@ -156,13 +156,6 @@ function fromResults(
     ) e
     where v is not null and metric is not null
     group by policy, evaluator, metric, bucket_start`;
-}
-
-/** `r.trace_id` is one of `ids` (one parameter, as trace-filters.ts's `traceIdIn`). */
-function resultOfTraces(dialect: StoreDialect, ids: readonly string[]) {
-  return dialect === 'postgres'
-    ? sql`r.trace_id = any(${[...ids]}::text[])`
-    : sql`r.trace_id in (select value from json_each(${JSON.stringify(ids)}))`;
 }
 
 /** The trace's labels and service, as an `exists` on the result's trace; none: undefined. */

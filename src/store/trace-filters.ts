@@ -146,11 +146,17 @@ async function intersection(
 }
 
 /**
- * `traces.trace_id` is one of `ids`, as one parameter (a JSON array on SQLite, an array on
- * PostgreSQL): one statement text whatever their number, so SQLite compiles it once.
+ * `column` (`traces.trace_id` unless named) is one of `ids`, as one parameter (a JSON array on
+ * SQLite, an array on PostgreSQL): one statement text whatever their number, so SQLite compiles
+ * it once.
  */
-export function traceIdIn(dialect: StoreDialect, ids: readonly string[]): Expression<SqlBool> {
+export function traceIdIn(
+  dialect: StoreDialect,
+  ids: readonly string[],
+  column = 'traces.trace_id',
+): Expression<SqlBool> {
+  const ref = sql.ref(column);
   return dialect === 'postgres'
-    ? sql<SqlBool>`traces.trace_id = any(${[...ids]}::text[])`
-    : sql<SqlBool>`traces.trace_id in (select value from json_each(${JSON.stringify(ids)}))`;
+    ? sql<SqlBool>`${ref} = any(${[...ids]}::text[])`
+    : sql<SqlBool>`${ref} in (select value from json_each(${JSON.stringify(ids)}))`;
 }
