@@ -424,22 +424,27 @@ function model(span: Span, mask: number): { name: string; served: boolean } | un
   return requested === undefined ? undefined : { name: requested, served: false };
 }
 
+/** The readers that find labels in containers of their convention. */
+const LABEL_READERS = ALL.readers.reduce(
+  (mask, r, i) => (r.labels === undefined ? mask : mask | (ALL.bits[i] as number)),
+  0,
+);
+
 function labels(span: Span, mask: number): Record<string, string> {
-  // Most spans carry no label at all: look for the prefix once before asking every reader.
-  let mentioned = false;
+  const direct = attributeLabels(span.attributes);
+  if ((mask & LABEL_READERS) === 0) return direct ?? {};
+  // Most spans carry no label at all: look for the prefix once before asking the readers.
+  let mentioned = direct !== undefined;
   for (const k in span.attributes) {
+    if (mentioned) break;
     const v = span.attributes[k];
-    if (k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX))) {
-      mentioned = true;
-      break;
-    }
+    mentioned = k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX));
   }
   if (!mentioned) return {};
   const out: Record<string, string> = {};
   // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
   for (const v of readingsOf(ALL, mask, (r) => r.labels?.(span))) Object.assign(out, v);
-  Object.assign(out, attributeLabels(span.attributes));
-  return out;
+  return Object.assign(out, direct);
 }
 
 function readContent(span: Span, type: StepType, mask: number): SpanContent {
