@@ -11,7 +11,7 @@ import type {
   UsageReading,
 } from './reader.js';
 import { attributeLabels, LABEL_PREFIX } from './reader.js';
-import { ALL, inOrder, type Order, readersOf } from './readers.js';
+import { ALL, holding, inOrder, type Order, readersOf } from './readers.js';
 import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from './values.js';
 
 /**
@@ -21,24 +21,23 @@ import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from '
  */
 
 /** §10.1 steps 1–6: explicit kind attributes. */
-const TYPE_EXPLICIT = inOrder([
-  'langfuse',
-  'mlflow',
-  'openinference',
-  'gen-ai',
-  'openllmetry',
-  'vercel-ai',
-]);
+const TYPE_EXPLICIT = holding(
+  inOrder(['langfuse', 'mlflow', 'openinference', 'gen-ai', 'openllmetry', 'vercel-ai']),
+  'stepType',
+);
 /** §10.1 steps 7–8: fingerprints (Logfire templates, Pydantic AI) before attribute presence. */
-const TYPE_IMPLIED = inOrder([
-  'logfire',
-  'gen-ai',
-  'openinference',
-  'vercel-ai',
-  'openllmetry',
-  'gen-ai-legacy',
-  'langfuse',
-]);
+const TYPE_IMPLIED = holding(
+  inOrder([
+    'logfire',
+    'gen-ai',
+    'openinference',
+    'vercel-ai',
+    'openllmetry',
+    'gen-ai-legacy',
+    'langfuse',
+  ]),
+  'impliedType',
+);
 /** §10.2 llm steps: first source with messages (missing halves filled from the next ones). */
 const MESSAGES = inOrder([
   'gen-ai',
@@ -90,15 +89,17 @@ const USAGE = inOrder([
 /** §10.3 cost. */
 const COST = inOrder(['openinference', 'langfuse', 'mlflow', 'logfire', 'gen-ai']);
 /** §10.3 session and user. */
-const SESSION = inOrder([
-  'gen-ai',
-  'openinference',
-  'langfuse',
-  'mlflow',
-  'openllmetry',
-  'vercel-ai',
-]);
-const USER = inOrder(['openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']);
+const SESSION = holding(
+  inOrder(['gen-ai', 'openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']),
+  'session',
+);
+const USER = holding(
+  inOrder(['openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']),
+  'user',
+);
+/** Record-level input/output and convention-reported failures: only some readers have them. */
+const TRACE_IO = holding(ALL, 'traceIo');
+const ERROR = holding(ALL, 'error');
 
 /** `handoff to <agent>` (OpenAI Agents' handoff tool). */
 const HANDOFF_TO = /^handoff to (.+)$/i;
@@ -171,12 +172,10 @@ function first<T>(
 }
 
 function handoffNames(span: Span): { from?: string; to?: string } | undefined {
-  const names = [span.name, attrString(span, 'logfire.msg')].filter((n): n is string => !!n);
-  for (const name of names) {
-    const found = handoffOfName(name);
-    if (found !== undefined) return found;
-  }
-  return undefined;
+  const own = span.name ? handoffOfName(span.name) : undefined;
+  if (own !== undefined) return own;
+  const rendered = attrString(span, 'logfire.msg');
+  return rendered ? handoffOfName(rendered) : undefined;
 }
 
 /**
@@ -217,9 +216,15 @@ function stepType(
   ctx: SpanContext,
   mask: number,
 ): { type: StepType; evaluator: boolean } {
-  let reading = first(TYPE_EXPLICIT, mask, (r) => r.stepType?.(span, ctx));
+  let reading =
+    (mask & TYPE_EXPLICIT.any) === 0
+      ? undefined
+      : first(TYPE_EXPLICIT, mask, (r) => r.stepType?.(span, ctx));
   if (!reading) {
-    const implied = first(TYPE_IMPLIED, mask, (r) => r.impliedType?.(span));
+    const implied =
+      (mask & TYPE_IMPLIED.any) === 0
+        ? undefined
+        : first(TYPE_IMPLIED, mask, (r) => r.impliedType?.(span));
     reading = { type: implied ?? 'generic' };
   }
   let type = reading.type;
@@ -492,7 +497,10 @@ function readContent(span: Span, type: StepType, mask: number): SpanContent {
 
   content.usage = usage(span, mask);
   content.error =
-    spanError(span) || content.tool?.error || first(ALL, mask, (r) => r.error?.(span)) || '';
+    spanError(span) ||
+    content.tool?.error ||
+    ((mask & ERROR.any) === 0 ? undefined : first(ERROR, mask, (r) => r.error?.(span))) ||
+    '';
   return content;
 }
 
@@ -511,21 +519,22 @@ export function readSpan(span: Span, ctx: SpanContext): SpanReading {
   const mask = readersOf(span);
   const { type, evaluator } = stepType(span, ctx, mask);
   let content: SpanContent | undefined;
-  const reading: SpanReading = {
+  // Every field in the literal: fields added afterwards made each reading grow its object.
+  return {
     span,
     type,
     evaluator,
     conventions: conventionsOf(span, mask),
     failed: spanError(span) !== '',
     labels: labels(span, mask),
+    session:
+      (mask & SESSION.any) === 0 ? undefined : first(SESSION, mask, (r) => r.session?.(span)),
+    user: (mask & USER.any) === 0 ? undefined : first(USER, mask, (r) => r.user?.(span)),
+    traceIo:
+      (mask & TRACE_IO.any) === 0 ? undefined : first(TRACE_IO, mask, (r) => r.traceIo?.(span)),
     content: () => {
       content ??= readContent(span, type, mask);
       return content;
     },
   };
-  reading.session = first(SESSION, mask, (r) => r.session?.(span));
-  reading.user = first(USER, mask, (r) => r.user?.(span));
-  const traceIo = first(ALL, mask, (r) => r.traceIo?.(span));
-  if (traceIo) reading.traceIo = traceIo;
-  return reading;
 }

@@ -46,18 +46,29 @@ export function bitOf(reader: ConventionReader): number {
 export interface Order {
   readonly readers: readonly ConventionReader[];
   readonly bits: readonly number[];
+  /** All their bits: a span whose mask holds none of them is asked nothing. */
+  readonly any: number;
+}
+
+function orderOf(readers: readonly ConventionReader[]): Order {
+  const bits = readers.map(bitOf);
+  return { readers, bits, any: bits.reduce((a, b) => a | b, 0) };
 }
 
 /** Readers in a precedence order given by name. */
 export function inOrder(names: readonly ReaderName[]): Order {
-  const readers = names
-    .map((n) => BY_NAME.get(n))
-    .filter((r): r is ConventionReader => r !== undefined);
-  return { readers, bits: readers.map(bitOf) };
+  return orderOf(
+    names.map((n) => BY_NAME.get(n)).filter((r): r is ConventionReader => r !== undefined),
+  );
 }
 
 /** Every reader, in the default order. */
-export const ALL: Order = { readers: READERS, bits: READERS.map(bitOf) };
+export const ALL: Order = orderOf(READERS);
+
+/** The readers of an order that implement a method (the others would answer nothing). */
+export function holding(order: Order, method: keyof ConventionReader): Order {
+  return orderOf(order.readers.filter((r) => r[method] !== undefined));
+}
 
 /** Whether a reader declares an attribute key (`ConventionReader.reads`). */
 export function declares(reader: ConventionReader, key: string): boolean {
