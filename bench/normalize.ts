@@ -4,7 +4,8 @@
  * chunk's JSON). Prints µs per span (median of rounds), wall clock and the process's CPU time (on
  * a shared, loaded machine the CPU time is the steadier figure), with the load average; with
  * BENCH_CPU_PROFILE=<path> also writes a V8 CPU profile of the timed rounds.
- * Budget (issue: normalization several times cheaper): was 32–39 µs per span warm.
+ * Budget (issue 24: normalization several times cheaper): was 32–39 µs per span warm; the
+ * figures since are in docs/performance.md "Normalization".
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';

@@ -125,6 +125,17 @@ function spanEvents(span: Span): EventLike[] {
 
 export const genAiLegacy: ConventionReader = {
   name: 'gen-ai-legacy',
+  reads: {
+    keys: [
+      'gen_ai.usage.prompt_tokens',
+      'gen_ai.usage.completion_tokens',
+      'gen_ai.system',
+      'gen_ai.provider.name',
+    ],
+    prefixes: [],
+    // The messages are span events.
+    without: (span) => span.events.some((e) => EVENT_NAMES.has(e.name)),
+  },
 
   detect(span) {
     const a = span.attributes;

@@ -113,6 +113,7 @@ function agentIo(span: Span): IoReading | undefined {
 
 export const genAi: ConventionReader = {
   name: 'gen-ai',
+  reads: { keys: [], prefixes: ['gen_ai.'] },
 
   detect(span) {
     const a = span.attributes;

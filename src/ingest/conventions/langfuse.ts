@@ -2,7 +2,7 @@ import type { Message, Span, StepType } from '../../core/index.js';
 import { readToolMessage } from './langchain.js';
 import { readMessages } from './messages.js';
 import type { ConventionReader, IoReading, ToolCallReading, UsageReading } from './reader.js';
-import { labelsFrom, usageReading } from './reader.js';
+import { attributeLabels, labelsFrom, usageReading } from './reader.js';
 import {
   asCount,
   attrString,
@@ -45,6 +45,8 @@ function chat(v: unknown, role: string): Message[] | undefined {
 
 export const langfuse: ConventionReader = {
   name: 'langfuse',
+  // OpenInference's session and user ids too (§7.3).
+  reads: { keys: ['session.id', 'user.id'], prefixes: ['langfuse.'] },
 
   detect(span) {
     return hasPrefix(span, 'langfuse.');
@@ -148,17 +150,17 @@ export const langfuse: ConventionReader = {
   },
 
   labels(span) {
-    const entries = Object.entries(span.attributes);
+    const a = span.attributes;
     const json = (key: string) => {
       const v = jsonAttr(span, key);
       return isObject(v) ? labelsFrom(Object.entries(v)) : undefined;
     };
     return {
       ...json('langfuse.trace.metadata'),
-      ...labelsFrom(entries, 'langfuse.trace.metadata.'),
+      ...attributeLabels(a, 'langfuse.trace.metadata.'),
       ...json(`${OBS}metadata`),
-      ...labelsFrom(entries, 'langfuse.metadata.'),
-      ...labelsFrom(entries, `${OBS}metadata.`),
+      ...attributeLabels(a, 'langfuse.metadata.'),
+      ...attributeLabels(a, `${OBS}metadata.`),
     };
   },
 };

@@ -45,8 +45,42 @@ function allMessages(span: Span): Message[] | undefined {
   return readMessages(jsonAttr(span, 'pydantic_ai.all_messages'));
 }
 
+/** Span names that are Logfire message templates of a kind (`impliedType`). */
+const TEMPLATE_KINDS = ['Guardrail ', 'Function: ', 'Agent run: '];
+
 export const logfire: ConventionReader = {
   name: 'logfire',
+  reads: {
+    // Pydantic AI and Logfire write undotted keys; the OpenAI Agents integration `input` /
+    // `output` on its `Function:` spans.
+    keys: [
+      'logfire.msg',
+      'logfire.msg_template',
+      'logfire.span_type',
+      'pydantic_ai.all_messages',
+      'request_data',
+      'response_data',
+      'events',
+      'all_messages_events',
+      'tool_arguments',
+      'tool_response',
+      'name',
+      'agent_name',
+      'input',
+      'output',
+      'triggered',
+      'from_agent',
+      'to_agent',
+      'final_result',
+      'operation.cost',
+    ],
+    prefixes: [],
+    // Without a template attribute the span name is the template; the tracer scope marks spans.
+    without: (span) =>
+      span.scope.name === 'pydantic-ai' ||
+      span.scope.name === 'logfire' ||
+      TEMPLATE_KINDS.some((t) => span.name.startsWith(t)),
+  },
 
   detect(span) {
     const a = span.attributes;
@@ -66,6 +100,7 @@ export const logfire: ConventionReader = {
     if ('tool_arguments' in a) return 'tool';
     if ('request_data' in a || eventList(span, 'events')) return 'llm';
     const t = template(span);
+    // TEMPLATE_KINDS, in this order.
     if (t.startsWith('Guardrail ')) return 'guardrail';
     if (t.startsWith('Function: ')) return 'tool';
     if (t.startsWith('Agent run: ')) return 'agent';

@@ -9,7 +9,7 @@ import type {
   ToolCallReading,
   UsageReading,
 } from './reader.js';
-import { labelsFrom, usageReading } from './reader.js';
+import { attributeLabels, labelsFrom, usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -64,6 +64,11 @@ function chatMessages(span: Span): MessagesReading | undefined {
 
 export const mlflow: ConventionReader = {
   name: 'mlflow',
+  // LangChain's `invocation_params` and OpenInference's session, user and metadata too.
+  reads: {
+    keys: ['invocation_params', 'session.id', 'user.id', 'metadata'],
+    prefixes: ['mlflow.'],
+  },
 
   detect(span) {
     return hasPrefix(span, 'mlflow.');
@@ -160,7 +165,7 @@ export const mlflow: ConventionReader = {
     const meta = mv(span, 'metadata');
     return {
       ...(isObject(meta) ? labelsFrom(Object.entries(meta)) : undefined),
-      ...labelsFrom(Object.entries(span.attributes), 'mlflow.traceTag.', decodeJsonEncoded),
+      ...attributeLabels(span.attributes, 'mlflow.traceTag.', decodeJsonEncoded),
     };
   },
 };

@@ -33,10 +33,29 @@ function isSpan(value: unknown): value is Span {
   );
 }
 
-/** Fills the optional parts of a span so readers can rely on the model's shape. */
+/** Whether a span already has the model's shape (as every span the store gives back has). */
+function isTidy(span: Span): boolean {
+  return (
+    typeof span.parentSpanId === 'string' &&
+    typeof span.startTimeUnixNano === 'string' &&
+    typeof span.endTimeUnixNano === 'string' &&
+    Array.isArray(span.events) &&
+    span.events.every((e) => isObject(e) && isObject(e.attributes)) &&
+    Array.isArray(span.links) &&
+    isObject(span.status) &&
+    isObject(span.resource) &&
+    isObject(span.scope)
+  );
+}
+
+/**
+ * Fills the optional parts of a span so readers can rely on the model's shape; a span that has
+ * it is used as it is (nothing in normalization writes to a span).
+ */
 function tidy(span: Span): Span | undefined {
   // Logfire sends a placeholder for each open span; the real span follows (§9.3).
   if (span.attributes['logfire.span_type'] === 'pending_span') return undefined;
+  if (isTidy(span)) return span;
   return {
     ...span,
     parentSpanId: typeof span.parentSpanId === 'string' ? span.parentSpanId : '',

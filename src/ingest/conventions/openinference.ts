@@ -172,6 +172,43 @@ function metadata(span: Span): JsonObject | undefined {
 
 export const openInference: ConventionReader = {
   name: 'openinference',
+  reads: {
+    keys: [
+      'openinference.span.kind',
+      'input.value',
+      'input.mime_type',
+      'output.value',
+      'output.mime_type',
+      'tool.name',
+      'tool.id',
+      'tool_call.id',
+      'tool_call.function.name',
+      'tool_call.function.arguments',
+      'agent.name',
+      'session.id',
+      'user.id',
+      'metadata',
+      'llm.model_name',
+      'llm.request.model_name',
+      'llm.response.model_name',
+      'llm.prompts',
+      'llm.choices',
+      'embedding.model_name',
+      'reranker.model_name',
+      'reranker.query',
+    ],
+    prefixes: [
+      'llm.input_messages.',
+      'llm.output_messages.',
+      'llm.prompts.',
+      'llm.choices.',
+      'llm.token_count.',
+      'llm.cost.',
+      'retrieval.documents.',
+      'reranker.output_documents.',
+      'embedding.embeddings.',
+    ],
+  },
 
   detect(span) {
     const a = span.attributes;

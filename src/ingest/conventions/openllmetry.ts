@@ -2,7 +2,7 @@ import type { AttributeValue, Message, Span, StepType } from '../../core/index.j
 import { toolResult } from './gen-ai.js';
 import { readMessages } from './messages.js';
 import type { ConventionReader, IoReading, MessagesReading, ToolCallReading } from './reader.js';
-import { labelsFrom, usageReading } from './reader.js';
+import { attributeLabels, usageReading } from './reader.js';
 import {
   asString,
   attrNumber,
@@ -106,6 +106,16 @@ function entity(span: Span, which: 'input' | 'output'): unknown {
 
 export const openLlmetry: ConventionReader = {
   name: 'openllmetry',
+  reads: {
+    keys: [
+      'llm.request.type',
+      'llm.usage.total_tokens',
+      'gen_ai.usage.prompt_tokens',
+      'gen_ai.usage.completion_tokens',
+      'db.system',
+    ],
+    prefixes: ['traceloop.', 'gen_ai.prompt.', 'gen_ai.completion.'],
+  },
 
   detect(span) {
     const a = span.attributes;
@@ -197,6 +207,6 @@ export const openLlmetry: ConventionReader = {
   },
 
   labels(span) {
-    return labelsFrom(Object.entries(span.attributes), PROPS);
+    return attributeLabels(span.attributes, PROPS);
   },
 };

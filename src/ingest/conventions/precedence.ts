@@ -10,8 +10,8 @@ import type {
   ToolCallReading,
   UsageReading,
 } from './reader.js';
-import { LABEL_PREFIX, labelsFrom } from './reader.js';
-import { inOrder, READERS } from './readers.js';
+import { attributeLabels, LABEL_PREFIX } from './reader.js';
+import { ALL, holding, inOrder, type Order, readersOf } from './readers.js';
 import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from './values.js';
 
 /**
@@ -21,24 +21,23 @@ import { asString, attrString, canonicalJson, tryParse, unwrapSingleKey } from '
  */
 
 /** §10.1 steps 1–6: explicit kind attributes. */
-const TYPE_EXPLICIT = inOrder([
-  'langfuse',
-  'mlflow',
-  'openinference',
-  'gen-ai',
-  'openllmetry',
-  'vercel-ai',
-]);
+const TYPE_EXPLICIT = holding(
+  inOrder(['langfuse', 'mlflow', 'openinference', 'gen-ai', 'openllmetry', 'vercel-ai']),
+  'stepType',
+);
 /** §10.1 steps 7–8: fingerprints (Logfire templates, Pydantic AI) before attribute presence. */
-const TYPE_IMPLIED = inOrder([
-  'logfire',
-  'gen-ai',
-  'openinference',
-  'vercel-ai',
-  'openllmetry',
-  'gen-ai-legacy',
-  'langfuse',
-]);
+const TYPE_IMPLIED = holding(
+  inOrder([
+    'logfire',
+    'gen-ai',
+    'openinference',
+    'vercel-ai',
+    'openllmetry',
+    'gen-ai-legacy',
+    'langfuse',
+  ]),
+  'impliedType',
+);
 /** §10.2 llm steps: first source with messages (missing halves filled from the next ones). */
 const MESSAGES = inOrder([
   'gen-ai',
@@ -90,15 +89,17 @@ const USAGE = inOrder([
 /** §10.3 cost. */
 const COST = inOrder(['openinference', 'langfuse', 'mlflow', 'logfire', 'gen-ai']);
 /** §10.3 session and user. */
-const SESSION = inOrder([
-  'gen-ai',
-  'openinference',
-  'langfuse',
-  'mlflow',
-  'openllmetry',
-  'vercel-ai',
-]);
-const USER = inOrder(['openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']);
+const SESSION = holding(
+  inOrder(['gen-ai', 'openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']),
+  'session',
+);
+const USER = holding(
+  inOrder(['openinference', 'langfuse', 'mlflow', 'openllmetry', 'vercel-ai']),
+  'user',
+);
+/** Record-level input/output and convention-reported failures: only some readers have them. */
+const TRACE_IO = holding(ALL, 'traceIo');
+const ERROR = holding(ALL, 'error');
 
 /** `handoff to <agent>` (OpenAI Agents' handoff tool). */
 const HANDOFF_TO = /^handoff to (.+)$/i;
@@ -152,24 +153,29 @@ function ask<T>(r: ConventionReader, read: (r: ConventionReader) => T | undefine
   }
 }
 
+/**
+ * The first answer in a precedence order, asking only the readers in `mask` (those that may say
+ * anything about the span, `readersOf`).
+ */
 function first<T>(
-  readers: readonly ConventionReader[],
+  order: Order,
+  mask: number,
   read: (r: ConventionReader) => T | undefined,
 ): T | undefined {
-  for (const r of readers) {
-    const v = ask(r, read);
+  const { readers, bits } = order;
+  for (let i = 0; i < readers.length; i++) {
+    if ((mask & (bits[i] as number)) === 0) continue;
+    const v = ask(readers[i] as ConventionReader, read);
     if (v !== undefined) return v;
   }
   return undefined;
 }
 
 function handoffNames(span: Span): { from?: string; to?: string } | undefined {
-  const names = [span.name, attrString(span, 'logfire.msg')].filter((n): n is string => !!n);
-  for (const name of names) {
-    const found = handoffOfName(name);
-    if (found !== undefined) return found;
-  }
-  return undefined;
+  const own = span.name ? handoffOfName(span.name) : undefined;
+  if (own !== undefined) return own;
+  const rendered = attrString(span, 'logfire.msg');
+  return rendered ? handoffOfName(rendered) : undefined;
 }
 
 /**
@@ -205,10 +211,20 @@ function hasLineBreak(s: string): boolean {
   return false;
 }
 
-function stepType(span: Span, ctx: SpanContext): { type: StepType; evaluator: boolean } {
-  let reading = first(TYPE_EXPLICIT, (r) => r.stepType?.(span, ctx));
+function stepType(
+  span: Span,
+  ctx: SpanContext,
+  mask: number,
+): { type: StepType; evaluator: boolean } {
+  let reading =
+    (mask & TYPE_EXPLICIT.any) === 0
+      ? undefined
+      : first(TYPE_EXPLICIT, mask, (r) => r.stepType?.(span, ctx));
   if (!reading) {
-    const implied = first(TYPE_IMPLIED, (r) => r.impliedType?.(span));
+    const implied =
+      (mask & TYPE_IMPLIED.any) === 0
+        ? undefined
+        : first(TYPE_IMPLIED, mask, (r) => r.impliedType?.(span));
     reading = { type: implied ?? 'generic' };
   }
   let type = reading.type;
@@ -289,12 +305,13 @@ export function textView(value: unknown, side: 'input' | 'output'): unknown {
   return messages;
 }
 
-function messages(span: Span): MessagesReading {
+function messages(span: Span, mask: number): MessagesReading {
   let input: Message[] | undefined;
   let output: Message[] | undefined;
   const read = (r: ConventionReader) => r.messages?.(span);
-  for (const r of MESSAGES) {
-    const m = ask(r, read);
+  for (let i = 0; i < MESSAGES.readers.length; i++) {
+    if ((mask & (MESSAGES.bits[i] as number)) === 0) continue;
+    const m = ask(MESSAGES.readers[i] as ConventionReader, read);
     if (!m) continue;
     if (!input && m.input && m.input.length > 0) input = m.input;
     if (!output && m.output && m.output.length > 0) output = m.output;
@@ -303,11 +320,12 @@ function messages(span: Span): MessagesReading {
   return { input, output };
 }
 
-function io(span: Span, type: StepType): IoReading {
+function io(span: Span, type: StepType, mask: number): IoReading {
   const out: IoReading = {};
   const read = (r: ConventionReader) => r.io?.(span, type);
-  for (const r of IO) {
-    const v = ask(r, read);
+  for (let i = 0; i < IO.readers.length; i++) {
+    if ((mask & (IO.bits[i] as number)) === 0) continue;
+    const v = ask(IO.readers[i] as ConventionReader, read);
     if (!v) continue;
     if (out.input === undefined && v.input !== undefined) out.input = v.input;
     if (out.output === undefined && v.output !== undefined) out.output = v.output;
@@ -329,11 +347,12 @@ function isDeclaredSchema(span: Span, args: string): boolean {
   return a.ok && b.ok && canonicalJson(a.value) === canonicalJson(b.value);
 }
 
-function toolCall(span: Span): ToolCallReading {
+function toolCall(span: Span, mask: number): ToolCallReading {
   const out: ToolCallReading = {};
   const read = (r: ConventionReader) => r.toolCall?.(span);
-  for (const r of TOOL) {
-    const t = ask(r, read);
+  for (let i = 0; i < TOOL.readers.length; i++) {
+    if ((mask & (TOOL.bits[i] as number)) === 0) continue;
+    const t = ask(TOOL.readers[i] as ConventionReader, read);
     if (!t) continue;
     out.name ??= t.name;
     out.id ??= t.id;
@@ -354,7 +373,7 @@ function toolCall(span: Span): ToolCallReading {
 }
 
 /** Where each cost reader sits in USAGE: the cost is picked from the same readings. */
-const COST_AT = COST.map((r) => USAGE.indexOf(r));
+const COST_AT = COST.readers.map((r) => USAGE.readers.indexOf(r));
 
 function pick(
   readings: readonly (UsageReading | undefined)[],
@@ -364,9 +383,25 @@ function pick(
   return undefined;
 }
 
-function usage(span: Span): Usage | undefined {
-  const read = (r: ConventionReader) => r.usage?.(span);
-  const readings = USAGE.map((r) => ask(r, read));
+/** Each reader's reading in an order; none for the readers not in `mask`. */
+function readingsOf<T>(
+  order: Order,
+  mask: number,
+  read: (r: ConventionReader) => T | undefined,
+): (T | undefined)[] {
+  const out: (T | undefined)[] = [];
+  for (let i = 0; i < order.readers.length; i++) {
+    out.push(
+      (mask & (order.bits[i] as number)) === 0
+        ? undefined
+        : ask(order.readers[i] as ConventionReader, read),
+    );
+  }
+  return out;
+}
+
+function usage(span: Span, mask: number): Usage | undefined {
+  const readings = readingsOf(USAGE, mask, (r) => r.usage?.(span));
   const out: Usage = {};
   const input = pick(readings, 'inputTokens');
   const output = pick(readings, 'outputTokens');
@@ -386,44 +421,47 @@ function usage(span: Span): Usage | undefined {
 }
 
 /** The served model of any convention before any requested one (§10.3). */
-function model(span: Span): { name: string; served: boolean } | undefined {
-  const read = (r: ConventionReader) => r.model?.(span);
-  const readings = MODEL.map((r) => ask(r, read));
+function model(span: Span, mask: number): { name: string; served: boolean } | undefined {
+  const readings = readingsOf(MODEL, mask, (r) => r.model?.(span));
   const served = readings.find((m) => m?.response !== undefined)?.response;
   if (served !== undefined) return { name: served, served: true };
   const requested = readings.find((m) => m?.request !== undefined)?.request;
   return requested === undefined ? undefined : { name: requested, served: false };
 }
 
-function labels(span: Span): Record<string, string> {
-  // Most spans carry no label at all: look for the prefix once before asking every reader.
-  let mentioned = false;
+/** The readers that find labels in containers of their convention. */
+const LABEL_READERS = ALL.readers.reduce(
+  (mask, r, i) => (r.labels === undefined ? mask : mask | (ALL.bits[i] as number)),
+  0,
+);
+
+function labels(span: Span, mask: number): Record<string, string> {
+  const direct = attributeLabels(span.attributes);
+  if ((mask & LABEL_READERS) === 0) return direct ?? {};
+  // Most spans carry no label at all: look for the prefix once before asking the readers.
+  let mentioned = direct !== undefined;
   for (const k in span.attributes) {
+    if (mentioned) break;
     const v = span.attributes[k];
-    if (k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX))) {
-      mentioned = true;
-      break;
-    }
+    mentioned = k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX));
   }
   if (!mentioned) return {};
   const out: Record<string, string> = {};
   // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
-  const read = (r: ConventionReader) => r.labels?.(span);
-  for (const r of READERS) Object.assign(out, ask(r, read));
-  Object.assign(out, labelsFrom(Object.entries(span.attributes)));
-  return out;
+  for (const v of readingsOf(ALL, mask, (r) => r.labels?.(span))) Object.assign(out, v);
+  return Object.assign(out, direct);
 }
 
-function readContent(span: Span, type: StepType): SpanContent {
+function readContent(span: Span, type: StepType, mask: number): SpanContent {
   const content: SpanContent = { name: span.name, error: '' };
   const named =
     type === 'tool' || type === 'agent' || type === 'guardrail'
-      ? first(NAME, (r) => r.stepName?.(span, type))
-      : first(RENDERED_NAME, (r) => r.stepName?.(span, type));
+      ? first(NAME, mask, (r) => r.stepName?.(span, type))
+      : first(RENDERED_NAME, mask, (r) => r.stepName?.(span, type));
   if (named) content.name = named;
 
   if (type === 'llm' || type === 'embedding') {
-    const m = model(span);
+    const m = model(span, mask);
     if (m !== undefined) {
       content.model = m.name;
       content.modelServed = m.served;
@@ -431,22 +469,22 @@ function readContent(span: Span, type: StepType): SpanContent {
   }
 
   if (type === 'llm') {
-    const m = messages(span);
+    const m = messages(span, mask);
     content.input = m.input;
     content.output = m.output;
     if (!m.input || !m.output) {
       // Opaque values (OpenInference `input.value` is often the raw provider request): read as
       // a request/response when they are one, else keep them only when no messages exist at all.
-      const v = io(span, type);
+      const v = io(span, type, mask);
       const none = !m.input && !m.output;
       content.input ??= requestMessages(v.input) ?? (none ? v.input : undefined);
       content.output ??= responseMessages(v.output) ?? (none ? v.output : undefined);
     }
   } else if (type === 'tool') {
-    content.tool = toolCall(span);
+    content.tool = toolCall(span, mask);
     if (content.tool.name && !named) content.name = content.tool.name;
   } else {
-    const v = io(span, type);
+    const v = io(span, type, mask);
     const agentLike = type === 'agent' || type === 'generic';
     content.input = agentLike ? textView(v.input, 'input') : v.input;
     content.output = agentLike ? textView(v.output, 'output') : v.output;
@@ -457,38 +495,46 @@ function readContent(span: Span, type: StepType): SpanContent {
     }
   }
 
-  content.usage = usage(span);
+  content.usage = usage(span, mask);
   content.error =
-    spanError(span) || content.tool?.error || first(READERS, (r) => r.error?.(span)) || '';
+    spanError(span) ||
+    content.tool?.error ||
+    ((mask & ERROR.any) === 0 ? undefined : first(ERROR, mask, (r) => r.error?.(span))) ||
+    '';
   return content;
 }
 
-function conventionsOf(span: Span): string[] {
+function conventionsOf(span: Span, mask: number): string[] {
   const out: string[] = [];
   const detect = (r: ConventionReader) => r.detect(span);
-  for (const r of READERS) if (ask(r, detect)) out.push(r.name);
+  for (let i = 0; i < ALL.readers.length; i++) {
+    const r = ALL.readers[i] as ConventionReader;
+    if ((mask & (ALL.bits[i] as number)) !== 0 && ask(r, detect)) out.push(r.name);
+  }
   return out;
 }
 
 /** Reads one span: every Step field by the precedence of §10. Never throws. */
 export function readSpan(span: Span, ctx: SpanContext): SpanReading {
-  const { type, evaluator } = stepType(span, ctx);
+  const mask = readersOf(span);
+  const { type, evaluator } = stepType(span, ctx, mask);
   let content: SpanContent | undefined;
-  const reading: SpanReading = {
+  // Every field in the literal: fields added afterwards made each reading grow its object.
+  return {
     span,
     type,
     evaluator,
-    conventions: conventionsOf(span),
+    conventions: conventionsOf(span, mask),
     failed: spanError(span) !== '',
-    labels: labels(span),
+    labels: labels(span, mask),
+    session:
+      (mask & SESSION.any) === 0 ? undefined : first(SESSION, mask, (r) => r.session?.(span)),
+    user: (mask & USER.any) === 0 ? undefined : first(USER, mask, (r) => r.user?.(span)),
+    traceIo:
+      (mask & TRACE_IO.any) === 0 ? undefined : first(TRACE_IO, mask, (r) => r.traceIo?.(span)),
     content: () => {
-      content ??= readContent(span, type);
+      content ??= readContent(span, type, mask);
       return content;
     },
   };
-  reading.session = first(SESSION, (r) => r.session?.(span));
-  reading.user = first(USER, (r) => r.user?.(span));
-  const traceIo = first(READERS, (r) => r.traceIo?.(span));
-  if (traceIo) reading.traceIo = traceIo;
-  return reading;
 }

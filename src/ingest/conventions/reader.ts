@@ -60,9 +60,26 @@ export interface TypeReading {
   evaluator?: boolean;
 }
 
+/**
+ * Every span attribute a reader may read, in any of its methods. Normalization asks a reader
+ * about a span only when the span carries one of these keys (or `without` says otherwise), so a
+ * read not declared here is a reading silently lost: readers.test.ts records every read of every
+ * reader over the recorded fixtures and fails on an undeclared one.
+ */
+export interface ReaderKeys {
+  /** Keys read by their exact name. */
+  readonly keys: readonly string[];
+  /** Key prefixes: any key starting with one may be read (namespaces, indexed families). */
+  readonly prefixes: readonly string[];
+  /** Spans the reader may answer for without any of its keys (by span name, scope or events). */
+  readonly without?: (span: Span) => boolean;
+}
+
 export interface ConventionReader {
   /** Short name, used in precedence tables, record metadata and docs. */
   readonly name: string;
+  /** The attributes it reads (every method, every branch). */
+  readonly reads: ReaderKeys;
   /** True when the span carries this convention at all. */
   detect(span: Span): boolean;
   /** Step kind from the convention's explicit kind attribute (§10.1 steps 1–6). */
@@ -101,6 +118,26 @@ export function usageReading(u: UsageReading): UsageReading | undefined {
 
 /** What every label key holds, under whatever container prefix. */
 export const LABEL_PREFIX = 'touchstone.label.';
+
+/**
+ * `touchstone.label.<key>` entries of a span's attributes under a container prefix; only the
+ * keys that hold the prefix are read (the rest are not looked at, so a reader that declares the
+ * prefix reads nothing else).
+ */
+export function attributeLabels(
+  attributes: Span['attributes'],
+  prefix = '',
+  decode?: (value: unknown) => unknown,
+): Record<string, string> | undefined {
+  const head = prefix + LABEL_PREFIX;
+  let entries: [string, unknown][] | undefined;
+  for (const key in attributes) {
+    if (!key.startsWith(head)) continue;
+    entries ??= [];
+    entries.push([key, attributes[key]]);
+  }
+  return entries === undefined ? undefined : labelsFrom(entries, prefix, decode);
+}
 
 /**
  * Collects `touchstone.label.<key>` entries from a flat map (the key may also sit under a

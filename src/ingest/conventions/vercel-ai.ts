@@ -1,7 +1,7 @@
 import type { Message, Span, ToolCall } from '../../core/index.js';
 import { readMessages } from './messages.js';
 import type { ConventionReader, IoReading, MessagesReading, ToolCallReading } from './reader.js';
-import { labelsFrom, usageReading } from './reader.js';
+import { attributeLabels, usageReading } from './reader.js';
 import {
   asCount,
   asString,
@@ -81,6 +81,12 @@ function responseObject(span: Span): unknown {
 
 export const vercelAi: ConventionReader = {
   name: 'vercel-ai',
+  // The SDK's own tracer scope marks its spans even without an operation id.
+  reads: {
+    keys: ['operation.name'],
+    prefixes: ['ai.'],
+    without: (span) => span.scope.name === 'ai',
+  },
 
   detect(span) {
     return vercelOperation(span) !== undefined || span.scope.name === 'ai';
@@ -203,6 +209,6 @@ export const vercelAi: ConventionReader = {
   },
 
   labels(span) {
-    return labelsFrom(Object.entries(span.attributes), META);
+    return attributeLabels(span.attributes, META);
   },
 };
