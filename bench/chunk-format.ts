@@ -4,9 +4,21 @@
  * stores them), each format encoded and then read back, the formats alternating round by round.
  * Prints per format the median CPU µs per span to encode and to decode, and the chunk characters
  * per span, with the load average. Also the cost of holding ids as bytes (hex → base64 and back,
- * per span: its span id and parent id), which format 2 does not do.
+ * per span: its span id and parent id), which format 2 does not do. Then what the size does to
+ * the write: each format's chunks inserted into a SQLite table like `span_chunks` (WAL,
+ * synchronous NORMAL as the store opens it; one transaction and one multi-row INSERT per request
+ * of 50 traces, as ingest writes them), CPU µs per span for INSERT plus COMMIT, and the bytes of
+ * WAL written, formats alternating.
+ *
+ * Measured on the 2-core machine at load 10–11 (docs/performance.md, Compact span chunks): format
+ * 1 → 2, characters 758 → 460 per span, encode 3.5–4.2 → 2.2–3.0 µs, parse 3.2–4.1 → 1.9–2.8 µs,
+ * INSERT + COMMIT 2.8 → 1.9 µs, WAL 851 → 553 bytes; ids as bytes 1.3–1.5 µs per span for 8
+ * characters saved (not done).
  */
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import type { Span } from '../src/core/index.js';
 import { decodeOtlpProtobuf } from '../src/ingest/index.js';
 import {
@@ -83,6 +95,36 @@ function round(batches: SpanBatch[], format: 1 | 2, spans: number, into: Figures
 
 const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
 
+/** Each format's chunks written to a fresh SQLite file, a request (50 chunks) per transaction. */
+function writeRound(texts: string[], spans: number): { cpu: number; walBytes: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'touchstone-bench-chunks-'));
+  const db = new Database(join(dir, 'db'));
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec(`create table span_chunks (project text not null, trace_id text not null,
+      chunk text not null, spans text not null, format integer not null default 1,
+      primary key (project, trace_id, chunk))`);
+    const values = Array.from({ length: PER_REQUEST }, () => '(?, ?, ?, ?, ?)').join(', ');
+    const insert = db.prepare(`insert into span_chunks values ${values}`);
+    const write = db.transaction((rows: unknown[]) => insert.run(...rows));
+    const cpu = cpuUs(() => {
+      for (let at = 0; at + PER_REQUEST <= texts.length; at += PER_REQUEST) {
+        const rows: unknown[] = [];
+        for (let i = at; i < at + PER_REQUEST; i++) {
+          rows.push('default', String(i).padStart(32, '0'), `c${i}`, texts[i], 1);
+        }
+        write(rows);
+      }
+    });
+    return { cpu: cpu / spans, walBytes: statSync(join(dir, 'db-wal')).size / spans };
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function main(): Promise<void> {
   const batches = batchesOf();
   const spans = batches.reduce((n, b) => n + b.spans.length, 0);
@@ -113,12 +155,33 @@ export async function main(): Promise<void> {
       }) / spans,
     );
   }
+  const texts: Record<1 | 2, string[]> = {
+    1: batches.map((b) => encodeChunkV1(b, refOf)),
+    2: batches.map((b) => encodeChunkV2(b, refOf) as string),
+  };
+  const writes: Record<1 | 2, { cpu: number[]; wal: number }> = {
+    1: { cpu: [], wal: 0 },
+    2: { cpu: [], wal: 0 },
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const f of r % 2 === 0 ? ([1, 2] as const) : ([2, 1] as const)) {
+      const w = writeRound(texts[f], spans);
+      writes[f].cpu.push(w.cpu);
+      writes[f].wal = w.walBytes;
+    }
+  }
   const load = loadavg()[0]?.toFixed(2);
   for (const f of [1, 2] as const) {
     const m = figures[f];
     console.log(
       `chunk format ${f}: encode ${fmt(median(m.encode), 2)} µs, parse ${fmt(median(m.decode), 2)} µs CPU per span ` +
         `(median of ${ROUNDS} rounds of ${spans} spans), ${fmt(m.chars, 0)} characters per span, load ${load}`,
+    );
+  }
+  for (const f of [1, 2] as const) {
+    console.log(
+      `chunk format ${f} written to SQLite (INSERT + COMMIT, a transaction per 50 chunks): ` +
+        `${fmt(median(writes[f].cpu), 2)} µs CPU per span, ${fmt(writes[f].wal, 0)} bytes of WAL per span, load ${load}`,
     );
   }
   console.log(

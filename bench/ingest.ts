@@ -3,7 +3,8 @@
  * every PII detector), into SQLite and (when TOUCHSTONE_TEST_PG or TOUCHSTONE_BENCH_PG is set)
  * PostgreSQL. Prints spans/s stored (the answer comes only after the spans are durable), p95
  * request latency and CPU per span; then the same on SQLite against the compiled server in its own
- * process: spans/s, its CPU per span (main thread, all threads) and its peak RSS. CPU per span is
+ * process: spans/s, its CPU per span (main thread, all threads), its peak RSS and how long after
+ * the last answer every trace was complete. CPU per span is
  * the figure to compare on a shared machine: spans/s moves with the load average, which every
  * line prints. Then the cost of the secret detectors: SQLite runs with them off and on,
  * alternately (BENCH_SECRETS_ROUNDS pairs, default 3; 0 skips), compared by their medians.
