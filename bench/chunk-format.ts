@@ -10,9 +10,9 @@
  * of 50 traces, as ingest writes them), CPU µs per span for INSERT plus COMMIT, and the bytes of
  * WAL written, formats alternating.
  *
- * Measured on the 2-core machine at load 10–11 (docs/performance.md, Compact span chunks): format
+ * Measured on the 2-core machine at load 7–11 (docs/performance.md, Compact span chunks): format
  * 1 → 2, characters 758 → 460 per span, encode 3.5–4.2 → 2.2–3.0 µs, parse 3.2–4.1 → 1.9–2.8 µs,
- * INSERT + COMMIT 2.8 → 1.9 µs, WAL 851 → 553 bytes; ids as bytes 1.3–1.5 µs per span for 8
+ * INSERT + COMMIT 2.8 → 1.8–1.9 µs, WAL 851 → 553 bytes; ids as bytes 1.3–1.6 µs per span for 8
  * characters saved (not done).
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
