@@ -3,7 +3,8 @@
  * every PII detector), into SQLite and (when TOUCHSTONE_TEST_PG or TOUCHSTONE_BENCH_PG is set)
  * PostgreSQL. Prints spans/s stored (the answer comes only after the spans are durable), p95
  * request latency and CPU per span; then the same on SQLite against the compiled server in its own
- * process: spans/s, its CPU per span (main thread, all threads) and its peak RSS. CPU per span is
+ * process: spans/s, its CPU per span (main thread, all threads), its peak RSS and how long after
+ * the last answer every trace was complete. CPU per span is
  * the figure to compare on a shared machine: spans/s moves with the load average, which every
  * line prints. Then the cost of the secret detectors: SQLite runs with them off and on,
  * alternately (BENCH_SECRETS_ROUNDS pairs, default 3; 0 skips), compared by their medians.
@@ -15,7 +16,7 @@
  * BENCH_PHOENIX_SPANS, default 5000, and BENCH_MLFLOW_SPANS, default 22000, rounded up to whole
  * requests) one right after the other, BENCH_PEER_ROUNDS times (default 1); spans/s counts only
  * what each server gives back when asked, and the ratio is taken within a pair only.
- * `npm run bench -- ingest --peers` runs only that part.
+ * `npm run bench -- ingest --peers` runs only that part, `--no-peers` all but that part.
  *
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
@@ -347,13 +348,17 @@ async function startTouchstone(main: string): Promise<TouchstoneProcess> {
 
 /**
  * Spans in the server's SQLite database, read back from the file while it runs: the entries of
- * every span chunk (the bench's spans have no detached events, the other kind of entry).
+ * every span chunk (the bench's spans have no detached events, the other kind of entry of a
+ * format-1 chunk), or the `s` array of a format-2 chunk (a JSON object; store/chunk-format.ts).
  */
 function storedSpansIn(dataDir: string): number {
   const db = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
   try {
     const row = db
-      .prepare('select coalesce(sum(json_array_length(spans)), 0) as n from span_chunks')
+      .prepare(
+        `select coalesce(sum(json_array_length(spans,
+           case json_type(spans) when 'object' then '$.s' else '$' end)), 0) as n from span_chunks`,
+      )
       .get() as { n: number };
     return row.n;
   } finally {
@@ -375,12 +380,14 @@ async function runServerProcess(payload: Payload, main: string): Promise<void> {
     const mainCpu = perSpan(cpuSeconds(server.pid, server.pid) - main0);
     const allCpu = perSpan(cpuSeconds(server.pid) - all0);
     const stored = storedSpansIn(server.dataDir);
+    const tail = await completionTail(server.base);
     await settled(server.pid, 120_000);
     console.log(
       `SQLite, separate server process: ${fmt(stored / posted.seconds, 0)} spans/s stored (${stored} of ${spans} read back from its database); ` +
         `server CPU per span ${mainCpu} µs on the main thread, ` +
         `${allCpu} µs all threads while ingesting, ${perSpan(cpuSeconds(server.pid) - all0)} µs including the rest of trace completion; ` +
-        `server peak RSS ${fmt(peakRssMb(server.pid), 0)} MB (budget ≤ 300 MB); load average ${load()}`,
+        `server peak RSS ${fmt(peakRssMb(server.pid), 0)} MB (budget ≤ 300 MB); ` +
+        `every trace complete ${fmt(tail, 1)} s after the last answer; load average ${load()}`,
     );
   } finally {
     server.stop();
@@ -552,5 +559,7 @@ export async function main(): Promise<void> {
     else await run('PostgreSQL', { driver: 'postgres', url: pg }, payload);
     if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
   }
-  if (server !== undefined) await comparePeers(payload, server);
+  if (server !== undefined && !process.argv.includes('--no-peers')) {
+    await comparePeers(payload, server);
+  }
 }

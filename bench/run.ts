@@ -15,6 +15,8 @@ const BENCHES: Record<string, () => Promise<void>> = {
   // 200 exporters for 60 s against the compiled server; by name only.
   overload: async () => (await import('./overload.js')).main(),
   normalize: async () => (await import('./normalize.js')).main(),
+  // Span chunk formats 1 and 2: encode and parse CPU per span, characters per span.
+  'chunk-format': async () => (await import('./chunk-format.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   // 1M scored traces loaded in bulk (`--traces=N` for fewer), SQLite then PostgreSQL (long).
   reads: async () => (await import('./reads/index.js')).main(),

@@ -100,10 +100,15 @@ export interface SpanChunksTable {
   /** Orders chunks by arrival: `<epoch ms, 13 digits>-<random>`. */
   chunk: string;
   /**
-   * JSON array of redacted spans (bytes as {"$bytes": base64}). Spans written since migration 11
-   * name their resource by `resourceRef` (a `span_resources` id) instead of holding it.
+   * The chunk's redacted spans and detached events as JSON (bytes as {"$bytes": base64}), in the
+   * format `format` names (store/chunk-format.ts).
    */
   spans: string;
+  /**
+   * 1: a JSON array of span objects (since migration 11 naming their resource by `resourceRef`,
+   * a `span_resources` id); 2 (since migration 17): the compact chunk of chunk-format.ts.
+   */
+  format: Generated<number>;
 }
 
 export interface SpanResourcesTable {

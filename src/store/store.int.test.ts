@@ -523,6 +523,123 @@ function storeContract(harness: Harness): void {
       ]);
     });
 
+    it('round-trips every field of a span in the compact chunk format (2), bytes included', async () => {
+      const full = span(T, '2'.repeat(16), '1'.repeat(16), {
+        name: 'chat "x" \u2028 ✓',
+        kind: 3,
+        startTimeUnixNano: '1767225600000000001',
+        attributes: {
+          s: 'v',
+          n: 1.5,
+          big: '9007199254740993',
+          b: false,
+          raw: new Uint8Array([0, 255]),
+          list: ['x', 2, new Uint8Array([7])],
+          map: { inner: { deep: 'y' } },
+        },
+        events: [
+          { name: 'e1', timeUnixNano: '5', attributes: { raw: new Uint8Array([3]) } },
+          { name: 'e2', timeUnixNano: '6', attributes: {}, droppedAttributesCount: 2 },
+        ],
+        links: [
+          { traceId: 'b'.repeat(32), spanId: 'c'.repeat(16), attributes: { k: 'v' } },
+          {
+            traceId: 'd'.repeat(32),
+            spanId: 'e'.repeat(16),
+            attributes: {},
+            droppedAttributesCount: 1,
+          },
+        ],
+        status: { code: 2, message: 'boom' },
+        resource: { 'service.name': 'svc', raw: new Uint8Array([1]) },
+        scope: { name: 'openinference', version: '1.2' },
+        droppedAttributesCount: 4,
+        droppedLinksCount: 6,
+      });
+      const root = span(T, '1'.repeat(16), '', { scope: { name: 'other', version: '' } });
+      const detachedEvents = [
+        {
+          spanId: root.spanId,
+          events: [{ name: 'gen_ai.choice', timeUnixNano: '7', attributes: {} }],
+        },
+      ];
+      await store.traces.appendSpans(
+        [{ project: 'p', traceId: T, spans: [full, root], detachedEvents, labels: {}, source: '' }],
+        T0,
+      );
+      expect(await target.query('select format from span_chunks')).toEqual([{ format: 2 }]);
+      expect(await store.traces.spans('p', T)).toEqual([
+        full,
+        { ...root, events: detachedEvents[0]!.events },
+      ]);
+    });
+
+    it('reads a trace whose chunks are of every format, a span sent again replacing the earlier copy', async () => {
+      const resource = { 'service.name': 'named' };
+      const resourceJson = JSON.stringify(resource);
+      await target.query('insert into span_resources (project, id, attributes) values (?, ?, ?)', [
+        'p',
+        'r'.repeat(64),
+        resourceJson,
+      ]);
+      // Before migration 11: each span holds its resource. Then format 1 naming it by id. Both
+      // inserted as those builds did, without the format column (its default, 1).
+      const old = span(T, '1'.repeat(16), '', { name: 'old root' });
+      const named = span(T, '2'.repeat(16), '1'.repeat(16), { name: 'stale' });
+      const { resource: _r, ...namedEntry } = named;
+      await target.query(
+        'insert into span_chunks (project, trace_id, chunk, spans) values (?, ?, ?, ?), (?, ?, ?, ?)',
+        [
+          'p',
+          T,
+          '0000000000001-old',
+          JSON.stringify([old]),
+          'p',
+          T,
+          '0000000000002-v1',
+          JSON.stringify([
+            { ...namedEntry, resourceRef: 'r'.repeat(64) },
+            { eventsOf: old.spanId, events: [{ name: 'ev', timeUnixNano: '1', attributes: {} }] },
+          ]),
+        ],
+      );
+      const fromV1 = await store.traces.spans('p', T);
+      expect(fromV1).toEqual([
+        { ...old, events: [{ name: 'ev', timeUnixNano: '1', attributes: {} }] },
+        { ...named, resource },
+      ]);
+      // Format 2: the span named in format 1 sent again, and a new one.
+      const again = span(T, '2'.repeat(16), '1'.repeat(16), { name: 'fresh' });
+      const added = span(T, '3'.repeat(16), '1'.repeat(16), { resource });
+      await store.traces.appendSpans(
+        [{ project: 'p', traceId: T, spans: [again, added], labels: {}, source: '' }],
+        T0,
+      );
+      const formats = await target.query('select format from span_chunks order by chunk');
+      expect(formats.map((r) => Number(r.format))).toEqual([1, 1, 2]);
+      const read = await store.traces.spans('p', T);
+      expect(read).toEqual([
+        { ...old, events: [{ name: 'ev', timeUnixNano: '1', attributes: {} }] },
+        again,
+        added,
+      ]);
+      // A span read from format 2 serializes as one read from format 1 (the API's span JSON).
+      expect(JSON.stringify(read[1])).toBe(
+        JSON.stringify({ ...fromV1[1], name: 'fresh', resource: again.resource }),
+      );
+    });
+
+    it('refuses to read a chunk in a format newer than it knows', async () => {
+      await store.traces.appendSpans(
+        [{ project: 'p', traceId: T, spans: [span(T, '1'.repeat(16))], labels: {}, source: '' }],
+        T0,
+      );
+      await target.query('update span_chunks set format = 3');
+      await expect(store.traces.spans('p', T)).rejects.toMatchObject({
+        code: 'STORE_SCHEMA_TOO_NEW',
+      });
+    });
+
     it('stores detached events apart and adds them to their span when it is read, whichever came first', async () => {
       const root = '1'.repeat(16);
       const chat = '2'.repeat(16);

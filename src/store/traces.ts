@@ -9,7 +9,6 @@ import {
 } from 'kysely';
 import {
   type Attributes,
-  type AttributeValue,
   attachDetachedEvents,
   type DetachedEvents,
   type EvalRecord,
@@ -17,10 +16,10 @@ import {
   type NormalizedTrace,
   nanosToMs,
   type Span,
-  type SpanEvent,
   type TraceRoot,
 } from '../core/index.js';
 import { batches, placeholders } from './batches.js';
+import { decodeChunk, encodeChunk, fromJson, toJson } from './chunk-format.js';
 import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
@@ -43,58 +42,8 @@ import { leadingTraces, traceIdIn } from './trace-filters.js';
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
 
-/** Whether a span holds bytes outside its resource (resources are encoded on their own). */
-function spanHasBytes(span: Span): boolean {
-  return (
-    holdsBytes(span.attributes) ||
-    span.events.some((e) => holdsBytes(e.attributes)) ||
-    span.links.some((l) => holdsBytes(l.attributes))
-  );
-}
-
-/** JSON with bytes kept: Uint8Array ↔ {"$bytes": base64}. The replacer is slow: only when asked. */
-function toJson(value: unknown, bytes: boolean): string {
-  if (!bytes) return JSON.stringify(value);
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v instanceof Uint8Array ? { $bytes: Buffer.from(v).toString('base64') } : v,
-  );
-}
-
-/** What `toJson` wrote, bytes restored. */
-function fromJson<T>(text: string): T {
-  // The reviver makes JSON.parse several times slower; only text that held bytes needs it.
-  if (!text.includes('"$bytes"')) return JSON.parse(text) as T;
-  return JSON.parse(text, (_key, value: unknown) => {
-    if (typeof value === 'object' && value !== null && '$bytes' in value) {
-      const b = (value as { $bytes: unknown }).$bytes;
-      if (typeof b === 'string') return new Uint8Array(Buffer.from(b, 'base64')) as AttributeValue;
-    }
-    return value;
-  }) as T;
-}
-
-/**
- * Where a chunk entry holds detached events instead of a span: the key names the span they belong
- * to. No span has it, so a chunk stays one JSON array of entries.
- */
-const DETACHED = 'eventsOf';
-
-interface StoredDetached {
-  [DETACHED]: string;
-  events: SpanEvent[];
-}
-
-/**
- * Where a stored span names its resource (a `span_resources` id) instead of holding it: one large
- * resource shared by many spans is then written once, not once per span. Chunks written before
- * the table existed hold `resource` itself, and read as they did.
- */
-const RESOURCE_REF = 'resourceRef';
-
-type StoredSpan = Omit<Span, 'resource'> & { resource?: Attributes; [RESOURCE_REF]?: string };
-
 /** A stored root: its resource held, or named when larger than ROOT_RESOURCE_INLINE_MAX. */
-type StoredRoot = Omit<TraceRoot, 'resource'> & { resource?: Attributes; [RESOURCE_REF]?: string };
+type StoredRoot = Omit<TraceRoot, 'resource'> & { resource?: Attributes; resourceRef?: string };
 
 /**
  * Characters of resource JSON a trace's `root` column holds itself; a larger one is stored once
@@ -127,37 +76,8 @@ class ResourceRows {
   }
 }
 
-/**
- * A batch's chunk JSON: its spans, each naming its resource (added to `resources`), then its
- * detached events. None hold bytes while redaction is on: it drops them.
- */
-function encodeChunk(batch: SpanBatch, resources: ResourceRows): string {
-  const entries: (StoredSpan | StoredDetached)[] = batch.spans.map((span) => ({
-    ...span,
-    // Left out by JSON.stringify: the chunk holds the reference only.
-    resource: undefined,
-    [RESOURCE_REF]: resources.refOf(batch.project, span.resource),
-  }));
-  const detached = batch.detachedEvents ?? [];
-  for (const d of detached) entries.push({ [DETACHED]: d.spanId, events: d.events });
-  const bytes =
-    batch.spans.some(spanHasBytes) ||
-    detached.some((d) => d.events.some((e) => holdsBytes(e.attributes)));
-  return toJson(entries, bytes);
-}
-
-/** A stored span with its resource: the one it names, else the one it holds (older chunks). */
-function withResource(
-  entry: StoredSpan,
-  project: string,
-  resources: ReadonlyMap<string, Attributes>,
-): Span {
-  const ref = entry[RESOURCE_REF];
-  if (ref === undefined) return entry as Span;
-  const { [RESOURCE_REF]: _ref, ...span } = entry;
-  span.resource = resources.get(`${project}\u0000${ref}`) ?? {};
-  return span as Span;
-}
+/** A span chunk as inserted: its format given (the column's default is for older builds). */
+type ChunkRow = Omit<SpanChunksTable, 'format'> & { format: number };
 
 /** Spans per chunk at most: a larger batch is stored as several chunks of its trace. */
 const SPANS_PER_CHUNK = 1000;
@@ -181,9 +101,9 @@ function partsOf(batch: SpanBatch): SpanBatch[] {
 }
 
 /** Consecutive runs of rows whose chunk JSON adds up to about `chars` (at least one row each). */
-function runsOf(rows: SpanChunksTable[], chars: number): SpanChunksTable[][] {
-  const runs: SpanChunksTable[][] = [];
-  let run: SpanChunksTable[] = [];
+function runsOf(rows: ChunkRow[], chars: number): ChunkRow[][] {
+  const runs: ChunkRow[][] = [];
+  let run: ChunkRow[] = [];
   let size = 0;
   for (const row of rows) {
     if (run.length > 0 && size + row.spans.length > chars) {
@@ -294,19 +214,21 @@ export class KyselyTraceStore implements TraceStore {
     // replicas without a random draw per trace.
     const stamp = `${String(now).padStart(13, '0')}-${randomBytes(6).toString('hex')}`;
     const resources = new ResourceRows();
-    const chunks: SpanChunksTable[] = [];
+    const chunks: ChunkRow[] = [];
+    const refOf = (project: string) => (resource: Attributes) => resources.refOf(project, resource);
     let sincePause = 0;
     for (let i = 0; i < spanBatches.length; i++) {
       const key = `${stamp}-${String(i).padStart(5, '0')}`;
       for (const [n, part] of partsOf(spanBatches[i]!).entries()) {
-        const spans = encodeChunk(part, resources);
+        const { format, text } = encodeChunk(part, refOf(part.project));
         chunks.push({
           project: part.project,
           trace_id: part.traceId,
           chunk: n === 0 ? key : `${key}-${String(n).padStart(4, '0')}`,
-          spans,
+          spans: text,
+          format,
         });
-        sincePause += spans.length;
+        sincePause += text.length;
         if (pause !== undefined && sincePause >= PAUSE_CHARS) {
           await pause();
           sincePause = 0;
@@ -370,7 +292,7 @@ export class KyselyTraceStore implements TraceStore {
    * every quote of the span JSON into an array literal, which cost more than the rest of the write.
    */
   private async insertChunks(
-    rows: SpanChunksTable[],
+    rows: ChunkRow[],
     pause: (() => Promise<void>) | undefined,
   ): Promise<void> {
     // With a pause, statements of about PAUSE_CHARS each and a pause between them.
@@ -378,8 +300,8 @@ export class KyselyTraceStore implements TraceStore {
       for (const part of batches(this.dialect, run, CHUNK)) {
         await this.db.executeQuery(
           CompiledQuery.raw(
-            `insert into span_chunks (project, trace_id, chunk, spans) values ${placeholders(this.dialect, part.length, 4)}`,
-            part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans]),
+            `insert into span_chunks (project, trace_id, chunk, spans, format) values ${placeholders(this.dialect, part.length, 5)}`,
+            part.flatMap((r) => [r.project, r.trace_id, r.chunk, r.spans, r.format]),
           ),
         );
       }
@@ -476,7 +398,7 @@ export class KyselyTraceStore implements TraceStore {
     if (traces.length === 0) return [];
     const rows = await this.db
       .selectFrom('span_chunks')
-      .select(['project', 'trace_id', 'spans'])
+      .select(['project', 'trace_id', 'spans', 'format'])
       .where((eb) =>
         eb(
           eb.refTuple('project', 'trace_id'),
@@ -486,43 +408,44 @@ export class KyselyTraceStore implements TraceStore {
       )
       .orderBy('chunk')
       .execute();
-    // A span sent again (an exporter's retry, a re-pulled page) replaces the earlier copy.
-    const byTrace = new Map<
-      string,
-      { project: string; spans: Map<string, StoredSpan>; detached: DetachedEvents[] }
-    >();
+    // A span sent again (an exporter's retry, a re-pulled page) replaces the earlier copy; a span
+    // naming a resource gets it once all chunks are read (one query for all of them).
+    const byTrace = new Map<string, { spans: Map<string, Span>; detached: DetachedEvents[] }>();
+    const named: { span: Span; key: string }[] = [];
     const refs = new Map<string, Set<string>>();
     for (const row of rows) {
       const key = `${row.project}\u0000${row.trace_id}`;
       let trace = byTrace.get(key);
       if (trace === undefined) {
-        trace = { project: row.project, spans: new Map(), detached: [] };
+        trace = { spans: new Map(), detached: [] };
         byTrace.set(key, trace);
       }
-      for (const entry of fromJson<(StoredSpan | StoredDetached)[]>(row.spans)) {
-        if (DETACHED in entry) {
-          trace.detached.push({ spanId: entry[DETACHED], events: entry.events });
-          continue;
-        }
-        trace.spans.set(entry.spanId, entry);
-        const ref = entry[RESOURCE_REF];
+      const chunk = decodeChunk(Number(row.format), row.spans, row.trace_id);
+      for (const d of chunk.detached) trace.detached.push(d);
+      let ids: Set<string> | undefined;
+      for (let i = 0; i < chunk.spans.length; i++) {
+        const span = chunk.spans[i]!;
+        trace.spans.set(span.spanId, span);
+        const ref = chunk.refs[i];
         if (ref === undefined) continue;
-        let ids = refs.get(row.project);
+        named.push({ span, key: `${row.project}\u0000${ref}` });
         if (ids === undefined) {
-          ids = new Set();
-          refs.set(row.project, ids);
+          ids = refs.get(row.project);
+          if (ids === undefined) {
+            ids = new Set();
+            refs.set(row.project, ids);
+          }
         }
         ids.add(ref);
       }
     }
     const resources =
       refs.size === 0 ? new Map<string, Attributes>() : await this.resourcesOf(refs);
+    for (const { span, key } of named) span.resource = resources.get(key) ?? {};
     return traces.map((t) => {
       const trace = byTrace.get(`${t.project}\u0000${t.traceId}`);
       if (trace === undefined) return [];
-      const spans = [...trace.spans.values()].map((entry) =>
-        withResource(entry, trace.project, resources),
-      );
+      const spans = [...trace.spans.values()];
       return trace.detached.length === 0
         ? spans
         : attachDetachedEvents(spans, trace.detached, options.maxEventsPerSpan);
@@ -656,12 +579,12 @@ export class KyselyTraceStore implements TraceStore {
     if (resource.length <= ROOT_RESOURCE_INLINE_MAX) return JSON.stringify(root);
     const id = createHash('sha256').update(resource).digest('hex');
     await this.insertResources([{ project, id, attributes: resource }]);
-    return JSON.stringify({ attributes: root.attributes, [RESOURCE_REF]: id });
+    return JSON.stringify({ attributes: root.attributes, resourceRef: id });
   }
 
   private async rootOf(project: string, column: string): Promise<TraceRoot> {
     const root = JSON.parse(column) as StoredRoot;
-    const ref = root[RESOURCE_REF];
+    const ref = root.resourceRef;
     if (ref === undefined) return root as TraceRoot;
     const row = await this.db
       .selectFrom('span_resources')

@@ -240,8 +240,13 @@ export function lostSpans(dataDir: string, acknowledged: ReadonlyMap<string, num
     db.pragma('busy_timeout = 30000');
     const rows = db
       .prepare(
-        `select c.trace_id as id, count(distinct json_extract(s.value, '$.spanId')) as n
-           from span_chunks c, json_each(c.spans) s group by c.trace_id`,
+        // Format-1 chunks are arrays of span objects; format-2 chunks hold span arrays under
+        // `s`, the span id first (store/chunk-format.ts).
+        `select c.trace_id as id, count(distinct json_extract(s.value,
+             case c.format when 2 then '$[0]' else '$.spanId' end)) as n
+           from span_chunks c,
+             json_each(c.spans, case c.format when 2 then '$.s' else '$' end) s
+           group by c.trace_id`,
       )
       .all() as { id: string; n: number }[];
     const stored = new Map(rows.map((r) => [r.id, r.n]));

@@ -15,6 +15,7 @@ import { guardPolicies } from './0013-guard-policies.js';
 import { readIndexes } from './0014-read-indexes.js';
 import { scoreRollup } from './0015-score-rollup.js';
 import { resultsOutcomeIndex } from './0016-results-outcome-index.js';
+import { spanChunkFormat } from './0017-span-chunk-format.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -37,4 +38,5 @@ export const MIGRATIONS: readonly Migration[] = [
   readIndexes,
   scoreRollup,
   resultsOutcomeIndex,
+  spanChunkFormat,
 ];
