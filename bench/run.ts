@@ -15,6 +15,8 @@ const BENCHES: Record<string, () => Promise<void>> = {
   // 200 exporters for 60 s against the compiled server; by name only.
   overload: async () => (await import('./overload.js')).main(),
   normalize: async () => (await import('./normalize.js')).main(),
+  // One-span traces to stored, complete and scored, on the compiled server (SQLite).
+  'one-span': async () => (await import('./one-span.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   // 1M scored traces loaded in bulk (`--traces=N` for fewer), SQLite then PostgreSQL (long).
   reads: async () => (await import('./reads/index.js')).main(),
