@@ -12,6 +12,7 @@ import {
   TraceCompleter,
 } from './index.js';
 import { DEFAULT_SPAN_LIMITS } from './limits.js';
+import { MAX_WHOLE_SPANS } from './pipeline.js';
 
 /** The ingest limits on the pulled-trace door (connectors build spans without the decoders). */
 describe('PulledTraceWriter', () => {
@@ -221,6 +222,16 @@ describe.each(storeVariants().map((v) => [v.name, v] as const))(
       expect(await completer.tick()).toBe(2);
       clock.advance(rules.idleMs);
       expect(await completer.tick()).toBe(1);
+    });
+
+    it('leaves a whole trace of more than MAX_WHOLE_SPANS spans to the completer', async () => {
+      await send([...trace(id(10), MAX_WHOLE_SPANS + 1), ...trace(id(11), MAX_WHOLE_SPANS)]);
+      expect(completed).toEqual([1]);
+      expect(await store.traces.get('p', id(10))).toBeUndefined();
+      expect((await store.traces.get('p', id(11)))?.trace.steps).toBe(MAX_WHOLE_SPANS);
+      clock.advance(rules.graceMs);
+      expect(await completer.tick()).toBe(1);
+      expect((await store.traces.get('p', id(10)))?.trace.steps).toBe(MAX_WHOLE_SPANS + 1);
     });
 
     it('re-opens a trace that has spans already; the completer completes the union, and a late span makes a new version', async () => {

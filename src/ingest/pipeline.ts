@@ -85,6 +85,13 @@ export interface IngestDeps {
 const NORMALIZE_SLICE_MS = 4;
 
 /**
+ * Spans of the largest trace completed on arrival. Normalizing one trace cannot be sliced, and a
+ * trace of tens of thousands of spans would hold the thread answering requests (and health
+ * checks) for a good part of a second; such rare traces are left to the completer's worker.
+ */
+export const MAX_WHOLE_SPANS = 1000;
+
+/**
  * Whether a trace's spans in one request are the whole trace: exactly one root, every parent
  * among them, no span id twice (the store keeps the last copy of a span sent twice; the
  * completer is left to read which).
@@ -195,7 +202,7 @@ export class IngestService {
         labels,
         source: target.source,
       };
-      if (normalize !== undefined && isWholeTrace(list)) {
+      if (normalize !== undefined && list.length <= MAX_WHOLE_SPANS && isWholeTrace(list)) {
         const trace = normalize(list, {
           project: target.project,
           traceId,
