@@ -206,6 +206,7 @@ export class IngestService {
         const trace = normalize(list, {
           project: target.project,
           traceId,
+          // The version stamp of a stored row: nothing is stored yet, and normalizing reads none.
           lastSpanAt: 0,
           labels,
           source: target.source,
