@@ -17,6 +17,8 @@ const BENCHES: Record<string, () => Promise<void>> = {
   normalize: async () => (await import('./normalize.js')).main(),
   // Span chunk formats 1 and 2: encode and parse CPU per span, characters per span.
   'chunk-format': async () => (await import('./chunk-format.js')).main(),
+  // One-span traces to stored, complete and scored, on the compiled server (SQLite).
+  'one-span': async () => (await import('./one-span.js')).main(),
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   // 1M scored traces loaded in bulk (`--traces=N` for fewer), SQLite then PostgreSQL (long).
   reads: async () => (await import('./reads/index.js')).main(),

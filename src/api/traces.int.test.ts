@@ -54,7 +54,7 @@ describe('trace completion, durability and the traces API', () => {
   const get = (url: string, key = viewer) =>
     app.server.inject({ url, headers: { authorization: `Bearer ${key}` } });
 
-  it('completes a trace only after the grace period following its root span, and survives a restart', async () => {
+  it('completes a whole trace on arrival; spans arriving apart complete after the grace period following the root, also across a restart', async () => {
     let traceId = '';
     const spans = recordSpans(
       { 'service.name': 'checkout', 'touchstone.label.workflow': 'refund' },
@@ -63,14 +63,6 @@ describe('trace completion, durability and the traces API', () => {
       },
     );
     expect((await send(spans)).statusCode).toBe(200);
-    expect(await app.completer.tick()).toBe(0);
-    expect((await get(`/v1alpha1/traces/${traceId}`)).statusCode).toBe(404);
-
-    // Restart before completion: the open trace is re-found from the database.
-    await app.close();
-    app = await open();
-    clock.advance(2500);
-    expect(await app.completer.tick()).toBe(1);
     const res = await get(`/v1alpha1/traces/${traceId}`);
     expect(res.statusCode).toBe(200);
     const { trace, record } = res.json();
@@ -82,6 +74,30 @@ describe('trace completion, durability and the traces API', () => {
     expect(record.trajectory.find((s: { type: string }) => s.type === 'tool').error).toMatch(
       /timed out/,
     );
+    expect(await app.completer.tick()).toBe(0);
+
+    // The children first, then the root alone: whole by itself, but its trace has spans already,
+    // so it waits for the grace period like any trace whose spans came apart.
+    let apart = '';
+    const parts = recordSpans({ 'service.name': 'checkout' }, (tr) => {
+      apart = agentTrace(tr);
+    });
+    expect((await send(parts.filter((s) => s.parentSpanContext !== undefined))).statusCode).toBe(
+      200,
+    );
+    expect((await send(parts.filter((s) => s.parentSpanContext === undefined))).statusCode).toBe(
+      200,
+    );
+    expect(await app.completer.tick()).toBe(0);
+    expect((await get(`/v1alpha1/traces/${apart}`)).statusCode).toBe(404);
+
+    // Restart before completion: the open trace is re-found from the database.
+    await app.close();
+    app = await open();
+    clock.advance(2500);
+    expect(await app.completer.tick()).toBe(1);
+    const whole = (await get(`/v1alpha1/traces/${apart}`)).json();
+    expect(whole.trace).toMatchObject({ name: 'invoke_agent weather', steps: 3 });
   });
 
   it('completes a trace without a root after the idle timeout, and re-completes it when late spans arrive', async () => {

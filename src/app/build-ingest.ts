@@ -12,7 +12,7 @@ import type { BuildBase } from './base.js';
 
 /**
  * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
- * share. `onCompleted` runs after the completion thread completed traces.
+ * share. `onCompleted` runs after traces were completed (by a request, or the completion thread).
  */
 export function buildIngest(
   config: Readonly<Config>,
@@ -21,7 +21,17 @@ export function buildIngest(
   const { store, clock, logger, metrics } = deps;
   const redactor = compileRedaction(config.traces.redaction);
   const limits = spanLimitsFromConfig(config.traces.limits);
-  const ingest = new IngestService({ store, redactor, clock, observer: metrics, limits });
+  // Whole traces complete in the request that brings them; the online engine is woken for them
+  // as for the completer's.
+  const ingest = new IngestService({
+    store,
+    redactor,
+    clock,
+    observer: metrics,
+    limits,
+    normalize: normalizeStoredTrace,
+    onCompleted: () => deps.onCompleted(),
+  });
   const rules = {
     graceMs: config.traces.completion_grace,
     idleMs: config.traces.idle_timeout,

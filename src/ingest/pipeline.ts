@@ -19,8 +19,10 @@ import { DEFAULT_SPAN_LIMITS, limitSpans, type SpanLimits } from './limits.js';
 import type { DecodedLogs, DecodedSpans, RejectedSpan } from './types.js';
 
 /**
- * The ingest pipeline: decoded spans → limits → redaction → durable write (spans + open trace rows, one
- * transaction per request) → acknowledged. Completion happens later, from database state, in the
+ * The ingest pipeline: decoded spans → limits → redaction → durable write (spans + trace rows, one
+ * transaction per request) → acknowledged. A request that brings a whole trace (its root and every
+ * span it references, as the SDKs' one-span traces and most exporters' batches do) completes it in
+ * that transaction, with its work item. Other traces complete later, from database state, in the
  * TraceCompleter, so a restart loses nothing and re-finds open traces.
  */
 
@@ -66,6 +68,48 @@ export interface IngestDeps {
   observer?: IngestObserver;
   /** `traces.limits`; the defaults when absent. */
   limits?: SpanLimits;
+  /**
+   * The completer's normalizer: given, whole traces are completed on arrival; absent, every trace
+   * waits for the completer.
+   */
+  normalize?: TraceNormalizer;
+  /** After a request completed traces on arrival (wakes the online engine). */
+  onCompleted?: (traces: number) => void;
+}
+
+/**
+ * Milliseconds of normalizing whole traces between two pauses of a request: one bringing
+ * thousands of traces, or traces whose spans share a large resource, lets other requests (and
+ * health checks) in every few milliseconds.
+ */
+const NORMALIZE_SLICE_MS = 4;
+
+/**
+ * Spans of the largest trace completed on arrival. Normalizing one trace cannot be sliced, and a
+ * trace of tens of thousands of spans would hold the thread answering requests (and health
+ * checks) for a good part of a second; such rare traces are left to the completer's worker.
+ */
+export const MAX_WHOLE_SPANS = 1000;
+
+/**
+ * Whether a trace's spans in one request are the whole trace: exactly one root, every parent
+ * among them, no span id twice (the store keeps the last copy of a span sent twice; the
+ * completer is left to read which).
+ */
+export function isWholeTrace(spans: readonly Span[]): boolean {
+  if (spans.length === 1) return spans[0]!.parentSpanId === '';
+  const ids = new Set<string>();
+  let roots = 0;
+  for (const span of spans) {
+    if (ids.has(span.spanId)) return false;
+    ids.add(span.spanId);
+    if (span.parentSpanId === '') roots++;
+  }
+  if (roots !== 1) return false;
+  for (const span of spans) {
+    if (span.parentSpanId !== '' && !ids.has(span.parentSpanId)) return false;
+  }
+  return true;
 }
 
 /** Lets timers and I/O (other requests, health checks) run before going on. */
@@ -106,19 +150,76 @@ export class IngestService {
       else list.push(span);
     }
     observer?.onReceived(spans.length, byTrace.size);
-    const batches: SpanBatch[] = [...byTrace].map(([traceId, list]) => ({
-      project: target.project,
-      traceId,
-      spans: list,
-      labels,
-      source: target.source,
-    }));
+    const batches = await this.batchesOf(target, byTrace, labels);
     const started = performance.now();
-    await this.deps.store.withTransaction((tx) =>
-      tx.traces.appendSpans(batches, this.deps.clock.now(), { pause: nextTurn }),
-    );
+    const completed = await this.deps.store.withTransaction(async (tx) => {
+      const now = this.deps.clock.now();
+      const done = (await tx.traces.appendSpans(batches, now, { pause: nextTurn })).completed;
+      // Each completed trace gets its online-scoring work item in the transaction that stores it,
+      // as the completer's do — in projects with a policy: a policy applies to traces completed
+      // after it, and one applied before this transaction is seen by it.
+      if (
+        done.length > 0 &&
+        (await tx.policies.projectsWithPolicies([target.project])).has(target.project)
+      ) {
+        const items: NewWorkItem[] = done.map((d) => ({
+          project: d.project,
+          traceId: d.traceId,
+          digest: d.digest,
+          policy: '',
+          replace: false,
+          traceCompletedAt: now,
+        }));
+        await tx.work.enqueue(items, now);
+      }
+      return done.length;
+    });
+    if (completed > 0) {
+      observer?.onCompleted(completed);
+      this.deps.onCompleted?.(completed);
+    }
     observer?.onStored(spans.length, (performance.now() - started) / 1000);
     return base;
+  }
+
+  /**
+   * One batch per trace; whole traces normalized and digested here, before the transaction, as
+   * the completer would from their stored chunks (given the same spans and ingest labels).
+   */
+  private async batchesOf(
+    target: IngestTarget,
+    byTrace: Map<string, Span[]>,
+    labels: Record<string, string>,
+  ): Promise<SpanBatch[]> {
+    const { normalize } = this.deps;
+    const out: SpanBatch[] = [];
+    let sliceStart = performance.now();
+    for (const [traceId, list] of byTrace) {
+      const batch: SpanBatch = {
+        project: target.project,
+        traceId,
+        spans: list,
+        labels,
+        source: target.source,
+      };
+      if (normalize !== undefined && list.length <= MAX_WHOLE_SPANS && isWholeTrace(list)) {
+        const trace = normalize(list, {
+          project: target.project,
+          traceId,
+          // The version stamp of a stored row: nothing is stored yet, and normalizing reads none.
+          lastSpanAt: 0,
+          labels,
+          source: target.source,
+        });
+        batch.whole = { trace, digest: recordDigest(trace.record) };
+        if (performance.now() - sliceStart >= NORMALIZE_SLICE_MS) {
+          await nextTurn();
+          sliceStart = performance.now();
+        }
+      }
+      out.push(batch);
+    }
+    return out;
   }
 
   /**

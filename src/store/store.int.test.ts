@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freshPgSchema, PG_URL } from '../../test/support/stores.js';
 import { FakeClock, type Span } from '../core/index.js';
-import { type NewApiKey, openStore, type Store } from './index.js';
+import { type NewApiKey, openStore, type SpanBatch, type Store } from './index.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { webhookStoreContract } from './webhooks-contract.testkit.js';
 
@@ -797,6 +797,101 @@ function storeContract(harness: Harness): void {
       expect(
         await store.traces.complete(late!, normalized('x', { env: 'prod' }), 'd1', T0 + 7000),
       ).toEqual({ completed: true, changed: false });
+    });
+
+    it('stores a whole trace complete on arrival when it has no row; re-opens one that has', async () => {
+      const whole = (name: string, digest: string) => ({
+        trace: {
+          ...normalized(name, { env: 'prod' }),
+          root: { attributes: { a: 1 }, resource: { 'service.name': 'svc' } },
+        },
+        digest,
+      });
+      const batch = (traceId: string, extra: Partial<SpanBatch> = {}): SpanBatch => ({
+        project: 'p',
+        traceId,
+        spans: [span(traceId, '1'.repeat(16))],
+        labels: { key: 'k' },
+        source: '',
+        ...extra,
+      });
+      const U = 'b'.repeat(32);
+      const V = 'c'.repeat(32);
+      const W = 'd'.repeat(32);
+      const first = await store.withTransaction((tx) =>
+        tx.traces.appendSpans(
+          [
+            batch(T, { whole: whole('w', 'dw') }),
+            // Not whole: opened as before.
+            batch(U),
+            // Two batches of one trace in a call: their union is left to the completer.
+            batch(V, { whole: whole('v', 'dv') }),
+            batch(V, { spans: [span(V, '2'.repeat(16), '1'.repeat(16))], whole: whole('v', 'dv') }),
+          ],
+          T0,
+        ),
+      );
+      expect(first).toEqual({ completed: [{ project: 'p', traceId: T, digest: 'dw' }] });
+      expect(await store.traces.countOpen()).toBe(2);
+      const got = await store.traces.get('p', T);
+      expect(got?.trace).toEqual({
+        traceId: T,
+        project: 'p',
+        service: 'svc',
+        name: 'w',
+        startTime: iso(T0),
+        durationMs: 5,
+        steps: 1,
+        error: false,
+        labels: { env: 'prod' },
+        source: '',
+        digest: 'dw',
+        completedAt: iso(T0),
+      });
+      expect(got?.record).toEqual({ id: T, output: 'w' });
+      expect(got?.root).toEqual({ attributes: { a: 1 }, resource: { 'service.name': 'svc' } });
+      expect(
+        (await store.traces.list({ project: 'p' }, { pageSize: 10 })).items.map((t) => t.traceId),
+      ).toEqual([T]);
+      expect(await store.traces.dueForCompletion(T0 + 300_000, rules, 10)).not.toContainEqual(
+        expect.objectContaining({ traceId: T }),
+      );
+
+      // The same batch again (an exporter's retry), and a whole batch for a trace already open:
+      // both re-open, nothing is completed on arrival, the completer completes them.
+      const again = await store.traces.appendSpans(
+        [batch(T, { whole: whole('w', 'dw') }), batch(U, { whole: whole('u', 'du') })],
+        T0 + 100,
+      );
+      expect(again).toEqual({ completed: [] });
+      expect(await store.traces.get('p', T)).toBeUndefined();
+      expect(await store.traces.get('p', U)).toBeUndefined();
+      const due = await store.traces.dueForCompletion(T0 + 2100, rules, 10);
+      expect(due.map((d) => [d.traceId, d.lastSpanAt, d.digest]).sort()).toEqual([
+        [T, T0 + 100, 'dw'],
+        [U, T0 + 100, ''],
+        [V, T0, ''],
+      ]);
+      const [reopened] = due.filter((d) => d.traceId === T);
+      expect(await store.traces.complete(reopened!, normalized('w'), 'dw', T0 + 2100)).toEqual({
+        completed: true,
+        changed: false,
+      });
+
+      // A whole trace with a large root resource keeps it once, by reference, as `complete` does.
+      const large = { 'service.name': 'svc', blob: 'x'.repeat(5000) };
+      await store.traces.appendSpans(
+        [
+          batch(W, {
+            whole: {
+              trace: { ...normalized('big'), root: { attributes: {}, resource: large } },
+              digest: 'db',
+            },
+          }),
+        ],
+        T0 + 200,
+      );
+      expect((await store.traces.get('p', W))?.root).toEqual({ attributes: {}, resource: large });
     });
 
     it('does not complete from a read older than a completion in between, even with the same last span time', async () => {

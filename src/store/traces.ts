@@ -24,6 +24,7 @@ import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
   AppendOptions,
+  AppendResult,
   CompletionResult,
   CompletionRules,
   Page,
@@ -35,6 +36,7 @@ import type {
   StoredTrace,
   TraceFilter,
   TraceStore,
+  WholeTrace,
 } from './ports.js';
 import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
 import { leadingTraces, traceIdIn } from './trace-filters.js';
@@ -78,6 +80,28 @@ class ResourceRows {
 
 /** A span chunk as inserted: its format given (the column's default is for older builds). */
 type ChunkRow = Omit<SpanChunksTable, 'format'> & { format: number };
+
+/**
+ * The `root` columns of one call's whole traces, as `complete` writes them (see `rootColumn`):
+ * the traces of one OTLP resource share its object, so it is measured, encoded and hashed once,
+ * and a large one stored once, however many traces of the request name it.
+ */
+class RootColumns {
+  readonly resources = new ResourceRows();
+  private readonly inline = new Map<Attributes, boolean>();
+
+  column(project: string, root: TraceRoot): string {
+    let small = this.inline.get(root.resource);
+    if (small === undefined) {
+      small = JSON.stringify(root.resource).length <= ROOT_RESOURCE_INLINE_MAX;
+      this.inline.set(root.resource, small);
+    }
+    if (small) return JSON.stringify(root);
+    // Plain JSON: a root's bytes were made base64 text before it reached the store.
+    const ref = this.resources.refOf(project, root.resource);
+    return JSON.stringify({ attributes: root.attributes, resourceRef: ref });
+  }
+}
 
 /** Spans per chunk at most: a larger batch is stored as several chunks of its trace. */
 const SPANS_PER_CHUNK = 1000;
@@ -132,6 +156,34 @@ function batchStartMs(batch: SpanBatch, now: number): number {
   }
   return start === Number.POSITIVE_INFINITY ? now : Math.floor(start);
 }
+
+/** The columns of an open trace's row, as `appendSpans` inserts it. */
+const OPEN_COLUMNS = [
+  'project',
+  'trace_id',
+  'source',
+  'ingest_labels',
+  'first_seen_at',
+  'last_span_at',
+  'root_ended_at',
+  'start_ms',
+] as const;
+
+/** …and of a whole trace's, inserted complete: the columns `complete` writes follow. */
+const WHOLE_COLUMNS = [
+  ...OPEN_COLUMNS,
+  'completed_at',
+  'service',
+  'name',
+  'duration_ms',
+  'steps',
+  'error',
+  'labels',
+  'digest',
+  'record',
+  'root',
+  'usage',
+] as const;
 
 /** The columns a StoredTrace is read from: lists select these, not the record or root. */
 export const SUMMARY_COLUMNS = [
@@ -207,7 +259,7 @@ export class KyselyTraceStore implements TraceStore {
     spanBatches: readonly SpanBatch[],
     now: number,
     options: AppendOptions = {},
-  ): Promise<void> {
+  ): Promise<AppendResult> {
     const { pause } = options;
     // Chunk keys order by arrival; one random prefix per call (plus the batch index and, for the
     // parts of a large batch after its first, the part's) keeps them unique across calls and
@@ -237,52 +289,118 @@ export class KyselyTraceStore implements TraceStore {
     }
     await this.insertResources([...resources.rows.values()]);
     await this.insertChunks(chunks, pause);
-    // One row per trace; several batches of one trace in a call are merged first.
-    const traces = new Map<string, { batch: SpanBatch; rootEndedAt: number | null }>();
+    return { completed: await this.traceRows(spanBatches, now) };
+  }
+
+  /**
+   * The `traces` rows of an `appendSpans` call: each trace opened or re-opened, except a whole
+   * trace with no row yet, which is inserted complete. Returns those completed on arrival.
+   */
+  private async traceRows(
+    spanBatches: readonly SpanBatch[],
+    now: number,
+  ): Promise<AppendResult['completed']> {
+    // One row per trace; several batches of one trace in a call are merged first (and their
+    // union, no longer known to be whole, is left to the completer).
+    const traces = new Map<
+      string,
+      { batch: SpanBatch; rootEndedAt: number | null; whole: WholeTrace | undefined }
+    >();
     for (const b of spanBatches) {
       const key = `${b.project}\u0000${b.traceId}`;
       const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
       const prev = traces.get(key);
-      if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded });
+      if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded, whole: b.whole });
       else {
         prev.batch = { ...prev.batch, labels: { ...prev.batch.labels, ...b.labels } };
         prev.rootEndedAt ??= rootEnded;
+        prev.whole = undefined;
       }
     }
-    const columns = [
-      'project',
-      'trace_id',
-      'source',
-      'ingest_labels',
-      'first_seen_at',
-      'last_span_at',
-      'root_ended_at',
-      'start_ms',
-    ];
-    // Placeholders until completion writes the summary; an open trace is not listed.
-    const rows = [...traces.values()].map(({ batch, rootEndedAt }) => [
-      batch.project,
-      batch.traceId,
-      batch.source,
-      JSON.stringify(batch.labels),
-      now,
-      now,
-      rootEndedAt,
-      batchStartMs(batch, now),
-    ]);
-    for (const part of batches(this.dialect, rows, CHUNK)) {
-      await this.db.executeQuery(
-        CompiledQuery.raw(
-          `insert into traces (${columns.join(', ')}) values ${placeholders(this.dialect, part.length, columns.length)}
-           on conflict (project, trace_id) do update set
+    const open: unknown[][] = [];
+    const whole: unknown[][] = [];
+    const roots = new RootColumns();
+    for (const { batch, rootEndedAt, whole: done } of traces.values()) {
+      // Placeholders until completion writes the summary; an open trace is not listed.
+      const row = [
+        batch.project,
+        batch.traceId,
+        batch.source,
+        JSON.stringify(batch.labels),
+        now,
+        now,
+        rootEndedAt,
+        batchStartMs(batch, now),
+      ];
+      if (done === undefined) open.push(row);
+      else whole.push(this.completedColumns(row, done, now, roots));
+    }
+    await this.insertResources([...roots.resources.rows.values()]);
+    // A row that exists already (earlier spans of the trace, or this batch sent again) is
+    // re-opened as for any batch: the completer then completes the union of its spans.
+    const conflict = `on conflict (project, trace_id) do update set
              last_span_at = excluded.last_span_at,
              root_ended_at = coalesce(traces.root_ended_at, excluded.root_ended_at),
              completed_at = null,
-             ingest_labels = excluded.ingest_labels`,
+             ingest_labels = excluded.ingest_labels`;
+    for (const part of batches(this.dialect, open, CHUNK)) {
+      await this.db.executeQuery(
+        CompiledQuery.raw(
+          `insert into traces (${OPEN_COLUMNS.join(', ')}) values ${placeholders(this.dialect, part.length, OPEN_COLUMNS.length)}
+           ${conflict}`,
           part.flat(),
         ),
       );
     }
+    const completed: AppendResult['completed'] = [];
+    for (const part of batches(this.dialect, whole, CHUNK)) {
+      // `completed_at` is returned non-null only by rows inserted here; a re-opened row has null.
+      const result = await this.db.executeQuery<{
+        project: string;
+        trace_id: string;
+        digest: string;
+        completed_at: number | string | null;
+      }>(
+        CompiledQuery.raw(
+          `insert into traces (${WHOLE_COLUMNS.join(', ')}) values ${placeholders(this.dialect, part.length, WHOLE_COLUMNS.length)}
+           ${conflict}
+           returning project, trace_id, digest, completed_at`,
+          part.flat(),
+        ),
+      );
+      for (const r of result.rows) {
+        if (r.completed_at !== null)
+          completed.push({ project: r.project, traceId: r.trace_id, digest: r.digest });
+      }
+    }
+    return completed;
+  }
+
+  /** An open row's values followed by those `complete` writes (WHOLE_COLUMNS' order). */
+  private completedColumns(
+    open: unknown[],
+    whole: WholeTrace,
+    now: number,
+    roots: RootColumns,
+  ): unknown[] {
+    const s = whole.trace.summary;
+    const row = [...open];
+    // The summary's start, not the earliest span's: what `complete` stores.
+    row[7] = toMillis(s.startTime, 'startTime');
+    row.push(
+      now,
+      s.service.replaceAll('\u0000', '\ufffd'),
+      s.name.replaceAll('\u0000', '\ufffd'),
+      s.durationMs,
+      s.steps,
+      s.error ? 1 : 0,
+      JSON.stringify(s.labels),
+      whole.digest,
+      JSON.stringify(whole.trace.record),
+      whole.trace.root === undefined ? null : roots.column(open[0] as string, whole.trace.root),
+      usageColumn(whole.trace.record),
+    );
+    return row;
   }
 
   /**

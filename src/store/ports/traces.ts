@@ -44,6 +44,25 @@ export interface SpanBatch {
   labels: Record<string, string>;
   /** Source name for pulled traces, '' for pushed ones. */
   source: string;
+  /**
+   * Set when the batch is a whole trace (one root, every parent present, no detached events):
+   * its normalized form and digest. A trace with no stored row yet is then stored complete at
+   * once; one that has a row (earlier spans, a retry) is re-opened as any batch re-opens it, and
+   * the completer completes the union.
+   */
+  whole?: WholeTrace;
+}
+
+/** A whole trace's completion, computed before the transaction that stores its spans. */
+export interface WholeTrace {
+  trace: NormalizedTrace;
+  digest: string;
+}
+
+/** What `appendSpans` did beyond storing spans. */
+export interface AppendResult {
+  /** Whole traces stored complete on arrival (completed at `now`), in call order. */
+  completed: { project: string; traceId: string; digest: string }[];
 }
 
 /** When an open trace is complete (DESIGN: completion is recorded in the database). */
@@ -112,8 +131,15 @@ export interface CompletionResult {
 }
 
 export interface TraceStore {
-  /** Stores spans and opens (or re-opens) their traces; `now` stamps arrival. */
-  appendSpans(batches: readonly SpanBatch[], now: number, options?: AppendOptions): Promise<void>;
+  /**
+   * Stores spans and opens (or re-opens) their traces; `now` stamps arrival. A whole batch whose
+   * trace has no row yet is stored complete instead (see SpanBatch.whole).
+   */
+  appendSpans(
+    batches: readonly SpanBatch[],
+    now: number,
+    options?: AppendOptions,
+  ): Promise<AppendResult>;
   /** Open traces whose completion rule has fired at `now`, oldest first. */
   dueForCompletion(now: number, rules: CompletionRules, limit: number): Promise<PendingTrace[]>;
   /** Every stored span of a trace. */
