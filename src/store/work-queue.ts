@@ -108,6 +108,45 @@ export class KyselyWorkQueue implements WorkQueue {
     return result.numUpdatedRows > 0n;
   }
 
+  async holding(items: readonly { id: string; claim: string }[]): Promise<Set<string>> {
+    const held = new Set<string>();
+    const wanted = new Map(items.filter((i) => i.claim !== '').map((i) => [i.id, i.claim]));
+    const ids = [...wanted.keys()].sort();
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      // Locked in id order: two batches that share an item (a claim lost to another replica)
+      // cannot lock each other's rows in opposite orders.
+      let q = this.db
+        .selectFrom('work_items')
+        .select(['id', 'claim'])
+        .where('id', 'in', ids.slice(i, i + CHUNK))
+        .orderBy('id');
+      if (this.dialect === 'postgres') q = q.forUpdate();
+      for (const row of await q.execute()) if (wanted.get(row.id) === row.claim) held.add(row.id);
+    }
+    return held;
+  }
+
+  async completeAll(items: readonly { id: string; claim: string }[]): Promise<Set<string>> {
+    const done = new Set<string>();
+    const claimed = items.filter((i) => i.claim !== '');
+    for (let i = 0; i < claimed.length; i += CHUNK) {
+      const part = claimed.slice(i, i + CHUNK);
+      const rows = await this.db
+        .deleteFrom('work_items')
+        .where((eb) =>
+          eb(
+            eb.refTuple('id', 'claim'),
+            'in',
+            part.map((p) => eb.tuple(p.id, p.claim)),
+          ),
+        )
+        .returning('id')
+        .execute();
+      for (const r of rows) done.add(r.id);
+    }
+    return done;
+  }
+
   async stats(): Promise<{ depth: number; oldestCreatedAt?: number }> {
     const row = await this.db
       .selectFrom('work_items')
