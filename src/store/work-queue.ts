@@ -110,18 +110,26 @@ export class KyselyWorkQueue implements WorkQueue {
 
   async holding(items: readonly { id: string; claim: string }[]): Promise<Set<string>> {
     const held = new Set<string>();
-    const wanted = new Map(items.filter((i) => i.claim !== '').map((i) => [i.id, i.claim]));
-    const ids = [...wanted.keys()].sort();
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      // Locked in id order: two batches that share an item (a claim lost to another replica)
-      // cannot lock each other's rows in opposite orders.
+    // Only rows still ours are locked (an item another replica claimed since is not waited on),
+    // in id order, so two batches never lock rows in opposite orders.
+    const claimed = items
+      .filter((i) => i.claim !== '')
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (let i = 0; i < claimed.length; i += CHUNK) {
+      const part = claimed.slice(i, i + CHUNK);
       let q = this.db
         .selectFrom('work_items')
-        .select(['id', 'claim'])
-        .where('id', 'in', ids.slice(i, i + CHUNK))
+        .select('id')
+        .where((eb) =>
+          eb(
+            eb.refTuple('id', 'claim'),
+            'in',
+            part.map((p) => eb.tuple(p.id, p.claim)),
+          ),
+        )
         .orderBy('id');
       if (this.dialect === 'postgres') q = q.forUpdate();
-      for (const row of await q.execute()) if (wanted.get(row.id) === row.claim) held.add(row.id);
+      for (const row of await q.execute()) held.add(row.id);
     }
     return held;
   }
