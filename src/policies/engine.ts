@@ -140,7 +140,7 @@ type Plan =
       item: WorkItem;
       trace: StoredTrace;
       outcomes: PolicyOutcome[];
-      /** A judge asked to wait: the results are dropped and the item is postponed. */
+      /** A judge asked to wait: the item is postponed (the policies that finished are stored). */
       rateLimited: boolean;
     };
 
