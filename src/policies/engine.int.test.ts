@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { context, trace } from '@opentelemetry/api';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
 import { storeVariants } from '../../test/support/stores.js';
 import { type App, createApp } from '../app/index.js';
@@ -11,7 +11,9 @@ import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { FakeClock } from '../core/index.js';
 import { completion, FakeOpenAi } from '../evaluators/judge/fake-openai.testkit.js';
+import { WebhookOutbox } from '../webhooks/index.js';
 import { TestReceiver } from '../webhooks/receiver.testkit.js';
+import { PolicyEngine } from './engine.js';
 
 /**
  * The online engine end to end inside one app (SQLite, and PostgreSQL when configured): OTLP in,
@@ -483,5 +485,191 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
     expect(res.json()).toMatchObject({ policy: 'late', queued: 1 });
     await app.engine.tick();
     expect((await scoresOf(id)).results.late?.[0]?.outcome).toBe('OUTCOME_SCORED');
+  });
+
+  /** A late span of a stored trace (a failing tool call): it opens the trace again. */
+  async function lateSpan(id: string, spanId: string): Promise<void> {
+    const root = (await app.store.traces.spans('default', id)).find((s) => s.parentSpanId === '');
+    const at = `${BigInt(clock.now()) * 1_000_000n}`;
+    const res = await app.server.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: {
+        resourceSpans: [
+          {
+            resource: {
+              attributes: [{ key: 'service.name', value: { stringValue: 'weather' } }],
+            },
+            scopeSpans: [
+              {
+                spans: [
+                  {
+                    traceId: id,
+                    spanId,
+                    parentSpanId: root?.spanId,
+                    name: 'execute_tool late_tool',
+                    kind: 1,
+                    startTimeUnixNano: at,
+                    endTimeUnixNano: at,
+                    attributes: [
+                      { key: 'gen_ai.operation.name', value: { stringValue: 'execute_tool' } },
+                      { key: 'gen_ai.tool.name', value: { stringValue: 'late_tool' } },
+                    ],
+                    status: { code: 2, message: 'timeout' },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.statusCode).toBe(200);
+  }
+
+  async function until(condition: () => boolean, what: string): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!condition()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  it('stores a claimed batch in one transaction; an item whose claim was lost meanwhile is left to its new holder', async () => {
+    judge.setDefault({ ...completion('{"reasoning":"fine","score":5}'), delayMs: 300 });
+    await apply('cheap', { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] });
+    await apply('judged', {
+      stages: [{ evaluators: [{ ref: 'llm-judge', params: { rubric: 'helpfulness' } }] }],
+    });
+    const ids = [await send('weather'), await send('weather'), await send('weather')];
+    clock.advance(2500);
+    await app.completer.tick();
+    const transactions = vi.spyOn(app.store, 'withTransaction');
+    const ticking = app.engine.tick();
+    // Every item of the batch is claimed and waits on its judge: another replica takes one over
+    // (its visibility timeout passed there).
+    await until(() => judge.requests.length === 3, 'the judge requests');
+    const [taken] = await app.store.work.claim(
+      clock.now() + 120_000,
+      1,
+      clock.now() + 180_000,
+      'other',
+    );
+    expect(taken).toBeDefined();
+    await ticking;
+    expect(transactions).toHaveBeenCalledTimes(1);
+    transactions.mockRestore();
+    for (const id of ids) {
+      const { results } = await scoresOf(id);
+      if (id === taken?.traceId) expect(results).toEqual({});
+      else expect(Object.keys(results).sort()).toEqual(['cheap', 'judged']);
+    }
+    expect(await metric('touchstone_policy_traces_scored_total')).toEqual([
+      'touchstone_policy_traces_scored_total{project="default",policy="cheap"} 2',
+      'touchstone_policy_traces_scored_total{project="default",policy="judged"} 2',
+    ]);
+    // The item is still the other replica's to finish.
+    expect(await app.store.work.stats()).toMatchObject({ depth: 1 });
+    expect(await app.store.work.complete(taken?.id ?? '', 'other')).toBe(true);
+  });
+
+  it('scores a batch mixing a stale version, an open trace and a rate-limited judge: each as alone, in one transaction', async () => {
+    await apply('cheap', { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] });
+    await apply('judged', {
+      selector: 'labels["judge"] == "yes"',
+      stages: [{ evaluators: [{ ref: 'llm-judge', params: { rubric: 'helpfulness' } }] }],
+    });
+    judge.reply({ status: 429, headers: { 'retry-after': '1' }, body: { error: 'slow down' } });
+    const changed = await send('weather');
+    const reopened = await send('weather');
+    const limited = await send('weather', { labels: { judge: 'yes' } });
+    const plain = await send('weather');
+    clock.advance(2500);
+    await app.completer.tick();
+    // A new version of one (its first item is now stale), and one open again, before scoring.
+    await lateSpan(changed, '00000000000000aa');
+    clock.advance(2500);
+    await app.completer.tick();
+    await lateSpan(reopened, '00000000000000bb');
+    expect(await app.store.work.stats()).toMatchObject({ depth: 5 });
+
+    const transactions = vi.spyOn(app.store, 'withTransaction');
+    await app.engine.tick();
+    expect(transactions).toHaveBeenCalledTimes(1);
+    transactions.mockRestore();
+    const digest = async (id: string) => (await app.store.traces.get('default', id))?.trace.digest;
+    const stored = await app.store.results.forTrace('default', changed);
+    expect(stored?.policies.map((p) => [p.policy, p.digest])).toEqual([
+      ['cheap', await digest(changed)],
+    ]);
+    expect(stored?.policies[0]?.results[0]?.scores).toEqual([
+      expect.objectContaining({ name: 'tool-errors', value: 0.5 }),
+    ]);
+    expect(await app.store.results.latestOf([{ project: 'default', traceId: reopened }])).toEqual([
+      [],
+    ]);
+    expect(Object.keys((await scoresOf(limited)).results)).toEqual(['cheap']);
+    expect(Object.keys((await scoresOf(plain)).results)).toEqual(['cheap']);
+    expect((await metric('touchstone_online_postponed_total')).sort()).toEqual([
+      'touchstone_online_postponed_total{reason="rate_limited"} 1',
+      'touchstone_online_postponed_total{reason="trace_open"} 1',
+    ]);
+    // The open trace's and the rate-limited one's items wait.
+    expect(await app.store.work.stats()).toMatchObject({ depth: 2 });
+
+    clock.advance(6000);
+    await app.completer.tick();
+    await app.engine.tick();
+    expect(Object.keys((await scoresOf(limited)).results).sort()).toEqual(['cheap', 'judged']);
+    expect(Object.keys((await scoresOf(reopened)).results)).toEqual(['cheap']);
+    expect(await metric('touchstone_policy_traces_scored_total')).toEqual([
+      'touchstone_policy_traces_scored_total{project="default",policy="cheap"} 4',
+      'touchstone_policy_traces_scored_total{project="default",policy="judged"} 1',
+    ]);
+    // Four traces, each scored once by `cheap`: the stale version was not.
+    expect(await app.store.work.stats()).toEqual({ depth: 0 });
+  });
+
+  it('never stores a version twice when two engines race for the same items', async () => {
+    await apply('cheap', {
+      stages: [{ evaluators: [{ ref: 'tool-errors' }] }],
+      // Every stored result adds a point to the window: a second store would count twice.
+      alerts: [{ metric: 'tool-errors', below: 0.5, minSamples: 1000 }],
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push(await send('weather', { fail: i % 2 === 0 }));
+    clock.advance(2500);
+    await app.completer.tick();
+    const scored = new Map<string, number>();
+    const engine = (visibilityMs: number) =>
+      new PolicyEngine({
+        store: app.store,
+        clock,
+        registry: app.evaluation.registry,
+        judge: () => undefined,
+        events: new WebhookOutbox({ clock }),
+        observer: {
+          onSelected: () => {},
+          onSampledOut: () => {},
+          onExpressionError: () => {},
+          onFreshness: () => {},
+          onPostponed: () => {},
+          onScored: (_project, policy) => scored.set(policy, (scored.get(policy) ?? 0) + 1),
+        },
+        options: { visibilityMs, batchSize: 8, concurrency: 2 },
+      });
+    // The items `a` claims stay visible (as if its visibility timeout had passed at once): `b`
+    // claims them from under it while `a` scores them, and both store what they hold.
+    const [a, b] = [engine(0), engine(60_000)];
+    await Promise.all([a.tick(), b.tick()]);
+    expect(await app.store.work.stats()).toEqual({ depth: 0 });
+    expect(scored.get('cheap')).toBe(ids.length);
+    const latest = await app.store.results.latestOf(
+      ids.map((traceId) => ({ project: 'default', traceId })),
+    );
+    expect(latest.map((p) => p.length)).toEqual(ids.map(() => 1));
+    const state = await app.store.alerts.window('default', 'cheap', 'tool-errors', 0);
+    expect(state.n).toBe(ids.length);
   });
 });

@@ -14,6 +14,7 @@ import {
   isTouchstoneError,
   type Result,
   scoreNumber,
+  type TraceRoot,
 } from '../core/index.js';
 import {
   type EvaluatorInstance,
@@ -48,6 +49,8 @@ export interface PolicyEngineObserver {
 /** Where the engine's events go: the webhook outbox, inside the results transaction. */
 export interface PolicyEventSink {
   emitEvent(tx: StoreTransaction, event: WebhookEvent): Promise<string[]>;
+  /** Several events in order, as `emitEvent` of each (the webhooks read once per project). */
+  emitEvents?(tx: StoreTransaction, events: readonly WebhookEvent[]): Promise<string[]>;
   /** The same event, unsigned, to one URL (a policy's own `alerts[].webhook`). */
   emitToUrl(tx: StoreTransaction, event: WebhookEvent, url: string): Promise<string>;
 }
@@ -117,8 +120,29 @@ const MAX_TURN_MS = 10;
 /** A failing expression is logged at most this often per policy, field and reason. */
 const EXPRESSION_WARN_INTERVAL_MS = 60_000;
 
+/**
+ * A batch's scored items are stored together once all are scored, or earlier once the first of
+ * them has waited this long (items waiting on a judge must not hold back the others' results).
+ */
+const FLUSH_AFTER_MS = 100;
+
 /** Thrown inside a results transaction to roll it back when the item's claim was lost. */
 class ClaimLost extends Error {}
+
+type Found = { trace: StoredTrace; record: EvalRecord; root?: TraceRoot };
+
+/** What scoring one claimed item came to, before it is stored. */
+type Plan =
+  /** A newer version has its own item: this one is completed with nothing stored. */
+  | { kind: 'stale'; item: WorkItem }
+  | {
+      kind: 'scored';
+      item: WorkItem;
+      trace: StoredTrace;
+      outcomes: PolicyOutcome[];
+      /** A judge asked to wait: the item is postponed (the policies that finished are stored). */
+      rateLimited: boolean;
+    };
 
 /** The outcome of one policy on one trace version, before it is stored. */
 interface PolicyOutcome {
@@ -227,33 +251,77 @@ export class PolicyEngine {
       const claim = randomBytes(9).toString('base64url');
       const items = await store.work.claim(now, batchSize, now + visibilityMs, claim);
       if (items.length === 0) return done;
+      // One read of the batch's traces and of what is already scored; should it fail, each item
+      // reads its own.
+      const loaded = await this.load(items).catch((err: unknown) => {
+        this.deps.logger?.warn({ err }, 'reading a scoring batch failed; reading item by item');
+        return undefined;
+      });
+      // Scored items wait here to be stored together (see FLUSH_AFTER_MS).
+      let ready: Plan[] = [];
+      let readySince = 0;
+      const flush = async () => {
+        const plans = ready;
+        ready = [];
+        done += await this.commit(plans);
+      };
       let next = 0;
       const worker = async () => {
         while (next < items.length) {
-          const item = items[next++] as WorkItem;
+          const index = next++;
+          const item = items[index] as WorkItem;
           try {
-            if (await this.process(item)) done++;
-          } catch (err) {
-            this.deps.logger?.warn(
-              { err, traceId: item.traceId },
-              'scoring a trace failed; it will be retried',
-            );
-            // A passing failure (the database busy or unreachable) comes back soon; anything else,
-            // or a failed postpone, waits out the visibility timeout.
-            if (isTouchstoneError(err) && err.retryable) {
-              await this.deps.store.work
-                .postpone(item.id, item.claim, this.deps.clock.now() + RETRY_SOON_MS)
-                .catch(() => false);
+            const plan =
+              loaded === undefined
+                ? await this.prepare(item, await store.traces.get(item.project, item.traceId))
+                : await this.prepare(item, loaded.found[index], loaded.scored[index]);
+            if (plan === true) done++;
+            else if (plan !== undefined) {
+              if (ready.length === 0) readySince = performance.now();
+              ready.push(plan);
             }
+          } catch (err) {
+            await this.failed(item, err);
           }
+          if (ready.length > 0 && performance.now() - readySince >= FLUSH_AFTER_MS) await flush();
           // On SQLite every store call settles without leaving the microtask queue: without this
           // a backlog is drained in one go and HTTP (ingest included) waits until it is empty.
           await yieldToEventLoop();
         }
       };
       await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+      if (ready.length > 0) await flush();
       if (items.length < batchSize) return done;
     }
+  }
+
+  /** A failed item: logged; a passing failure (the database busy) is looked at again soon. */
+  private async failed(item: WorkItem, err: unknown): Promise<void> {
+    this.deps.logger?.warn(
+      { err, traceId: item.traceId },
+      'scoring a trace failed; it will be retried',
+    );
+    // Anything else, or a failed postpone, waits out the visibility timeout.
+    if (isTouchstoneError(err) && err.retryable) {
+      await this.deps.store.work
+        .postpone(item.id, item.claim, this.deps.clock.now() + RETRY_SOON_MS)
+        .catch(() => false);
+    }
+  }
+
+  /** The batch's traces and the policies that already scored each version, in a few reads. */
+  private async load(
+    items: readonly WorkItem[],
+  ): Promise<{ found: (Found | undefined)[]; scored: (Set<string> | undefined)[] }> {
+    const { store } = this.deps;
+    const found = await store.traces.getMany(items);
+    // Only for what will be scored: a rescore replaces, a stale or missing version is not scored.
+    const asked = items.filter(
+      (item, i) => !item.replace && found[i]?.trace.digest === item.digest,
+    );
+    const sets = asked.length === 0 ? [] : await store.results.scoredPoliciesOf(asked);
+    const byItem = new Map(asked.map((item, i) => [item, sets[i]]));
+    return { found, scored: items.map((item) => byItem.get(item)) };
   }
 
   private async refreshPolicies(): Promise<void> {
@@ -291,19 +359,28 @@ export class PolicyEngine {
     this.generations = current;
   }
 
-  /** Scores one item; returns true when its results were stored (or it had nothing to do). */
-  private async process(item: WorkItem): Promise<boolean> {
+  /**
+   * Scores one item. Returns what to store, or true when the item is done without a transaction
+   * (a trace gone for good), or undefined when it was postponed (the trace is open again).
+   */
+  private async prepare(
+    item: WorkItem,
+    found: Found | undefined,
+    scoredBefore?: Set<string>,
+  ): Promise<Plan | true | undefined> {
     const { store, clock } = this.deps;
-    const found = await store.traces.get(item.project, item.traceId);
     if (found === undefined) {
       // Open again (late spans) or gone: look later; its next completion may bring this digest back.
-      if (item.attempts >= MAX_ATTEMPTS) return store.work.complete(item.id, item.claim);
+      if (item.attempts >= MAX_ATTEMPTS) {
+        await store.work.complete(item.id, item.claim);
+        return true;
+      }
       this.deps.observer?.onPostponed('trace_open');
       await store.work.postpone(item.id, item.claim, clock.now() + TRACE_OPEN_DELAY_MS);
-      return false;
+      return undefined;
     }
     // A newer version has its own item; this one is stale.
-    if (found.trace.digest !== item.digest) return store.work.complete(item.id, item.claim);
+    if (found.trace.digest !== item.digest) return { kind: 'stale', item };
 
     let policies = this.policies.get(item.project) ?? [];
     if (item.policy !== '') policies = policies.filter((p) => p.name === item.policy);
@@ -315,7 +392,8 @@ export class PolicyEngine {
     }
     const scored = item.replace
       ? new Set<string>()
-      : await store.results.scoredPolicies(item.project, item.traceId, item.digest);
+      : (scoredBefore ??
+        (await store.results.scoredPolicies(item.project, item.traceId, item.digest)));
     const facts = traceFacts(found.trace, found.record, found.root);
 
     const outcomes: PolicyOutcome[] = [];
@@ -333,8 +411,7 @@ export class PolicyEngine {
       if (outcome === 'rate_limited') rateLimited = true;
       else if (outcome !== undefined) outcomes.push(outcome);
     }
-    await this.store(item, found.trace, outcomes, rateLimited);
-    return !rateLimited;
+    return { kind: 'scored', item, trace: found.trace, outcomes, rateLimited };
   }
 
   private selects(policy: CompiledPolicy, traceId: string, facts: TraceFacts): boolean {
@@ -447,9 +524,158 @@ export class PolicyEngine {
   }
 
   /**
-   * One transaction: each policy's results (unless another worker stored them first), metric
-   * points, alert transitions, events, then the item's completion — or its postponement when a
-   * judge was rate limited. A lost claim rolls everything back.
+   * Stores scored items, all in one transaction; when that fails (one item's results or sink
+   * refused, the database busy) each in its own, so one item cannot hold back the others.
+   * Returns how many were finished (stored or completed, not postponed).
+   */
+  private async commit(plans: readonly Plan[]): Promise<number> {
+    const finished = (p: Plan) => p.kind === 'stale' || !p.rateLimited;
+    if (plans.length > 1) {
+      try {
+        await this.storeBatch(plans);
+        return plans.filter(finished).length;
+      } catch (err) {
+        this.deps.logger?.warn(
+          { err, items: plans.length },
+          'storing a scoring batch failed; storing its items one by one',
+        );
+      }
+    }
+    let done = 0;
+    for (const plan of plans) {
+      try {
+        if (plan.kind === 'stale')
+          await this.deps.store.work.complete(plan.item.id, plan.item.claim);
+        else await this.store(plan.item, plan.trace, plan.outcomes, plan.rateLimited);
+        if (finished(plan)) done++;
+      } catch (err) {
+        await this.failed(plan.item, err);
+      }
+    }
+    return done;
+  }
+
+  /**
+   * One transaction for a batch of items. First the items whose claim still holds are locked
+   * (another replica that claimed one since stores it, not us); only theirs are written: each
+   * policy's results (unless another worker stored them first), in a few multi-row statements,
+   * then per stored policy what `store` writes, then the completions and postponements.
+   */
+  private async storeBatch(plans: readonly Plan[]): Promise<void> {
+    const { store, clock, events, observer } = this.deps;
+    const now = clock.now();
+    type Entry = { plan: Extract<Plan, { kind: 'scored' }>; outcome: PolicyOutcome };
+    let live: Plan[] = [];
+    let stored: Entry[] = [];
+    await store.withTransaction(async (tx) => {
+      const held = await tx.work.holding(plans.map((p) => p.item));
+      live = plans.filter((p) => held.has(p.item.id));
+      stored = [];
+      const entries: Entry[] = live.flatMap((plan) =>
+        plan.kind === 'scored' ? plan.outcomes.map((outcome) => ({ plan, outcome })) : [],
+      );
+      const version = ({ plan: { item }, outcome }: Entry) => ({
+        project: item.project,
+        traceId: item.traceId,
+        policy: outcome.policy.name,
+        digest: item.digest,
+        results: outcome.results,
+        scoredAt: now,
+      });
+      const fresh = entries.filter((e) => !e.plan.item.replace);
+      const inserted = await tx.results.insertMany(fresh.map(version));
+      const ok = new Set(fresh.filter((_, i) => inserted[i]));
+      for (const e of entries) {
+        if (e.plan.item.replace && (await tx.results.insert(version(e), true))) ok.add(e);
+      }
+      // `trace.scored` events wait to be written together; an alert's events are written in
+      // their place, so the outbox holds every event in the order `store` would write them.
+      let scoredEvents: WebhookEvent[] = [];
+      const flushEvents = async () => {
+        if (scoredEvents.length === 0) return;
+        const batch = scoredEvents;
+        scoredEvents = [];
+        if (events.emitEvents !== undefined) await events.emitEvents(tx, batch);
+        else for (const event of batch) await events.emitEvent(tx, event);
+      };
+      for (const e of entries) {
+        if (!ok.has(e)) continue;
+        stored.push(e);
+        await this.afterStored(tx, e.plan.item, e.plan.trace, e.outcome, now, {
+          scored: async (event) => {
+            scoredEvents.push(event);
+          },
+          beforeAlerts: flushEvents,
+        });
+      }
+      await flushEvents();
+      const completing = live.filter((p) => p.kind === 'stale' || !p.rateLimited);
+      const completed = await tx.work.completeAll(completing.map((p) => p.item));
+      if (completed.size !== completing.length) throw new ClaimLost();
+      for (const p of live) {
+        if (p.kind !== 'scored' || !p.rateLimited) continue;
+        const { item } = p;
+        if (!(await tx.work.postpone(item.id, item.claim, now + this.backoff(item.attempts))))
+          throw new ClaimLost();
+      }
+    });
+    for (const p of live)
+      if (p.kind === 'scored' && p.rateLimited) observer?.onPostponed('rate_limited');
+    const fresh = new Set<WorkItem>();
+    for (const { plan, outcome } of stored) {
+      observer?.onScored(plan.item.project, outcome.policy.name, outcome.results);
+      if (!plan.item.replace) fresh.add(plan.item);
+    }
+    for (const item of fresh)
+      observer?.onFreshness(Math.max(0, now - item.traceCompletedAt) / 1000);
+  }
+
+  /**
+   * What follows one policy's stored results in their transaction: the judge tokens spent, the
+   * `trace.scored` event, metric points and alert transitions, and the sinks (write-backs).
+   */
+  private async afterStored(
+    tx: StoreTransaction,
+    item: WorkItem,
+    trace: StoredTrace,
+    outcome: PolicyOutcome,
+    now: number,
+    emit: {
+      scored(event: WebhookEvent): Promise<unknown>;
+      beforeAlerts(): Promise<void>;
+    },
+  ): Promise<void> {
+    const { policy, results } = outcome;
+    if (outcome.judgeTokens > 0) {
+      await tx.budgets.add(item.project, policy.name, utcDay(now), outcome.judgeTokens);
+    }
+    await emit.scored({
+      type: 'trace.scored',
+      project: item.project,
+      policy: policy.name,
+      trace: traceSummaryView(trace),
+      results,
+    });
+    if (policy.alerts.length > 0) await emit.beforeAlerts();
+    await this.updateAlerts(tx, policy, results, now);
+    const judged = new Set(
+      policy.stages.flatMap((s) => s.instances.filter((i) => i.needsJudge).map((i) => i.name)),
+    );
+    for (const sink of this.deps.sinks ?? []) {
+      await sink.onStored(tx, {
+        trace,
+        policy: policy.name,
+        digest: item.digest,
+        results,
+        judged,
+      });
+    }
+  }
+
+  /**
+   * One item in its own transaction (the fallback of `storeBatch`): each policy's results
+   * (unless another worker stored them first), what follows them, then the item's completion —
+   * or its postponement when a judge was rate limited. A lost claim rolls everything back.
    */
   private async store(
     item: WorkItem,
@@ -477,31 +703,10 @@ export class PolicyEngine {
           );
           if (!inserted) continue;
           stored.push(outcome);
-          if (outcome.judgeTokens > 0) {
-            await tx.budgets.add(item.project, policy.name, utcDay(now), outcome.judgeTokens);
-          }
-          await events.emitEvent(tx, {
-            type: 'trace.scored',
-            project: item.project,
-            policy: policy.name,
-            trace: traceSummaryView(trace),
-            results,
+          await this.afterStored(tx, item, trace, outcome, now, {
+            scored: (event) => events.emitEvent(tx, event),
+            beforeAlerts: async () => {},
           });
-          await this.updateAlerts(tx, policy, results, now);
-          const judged = new Set(
-            policy.stages.flatMap((s) =>
-              s.instances.filter((i) => i.needsJudge).map((i) => i.name),
-            ),
-          );
-          for (const sink of this.deps.sinks ?? []) {
-            await sink.onStored(tx, {
-              trace,
-              policy: policy.name,
-              digest: item.digest,
-              results,
-              judged,
-            });
-          }
         }
         const ok = rateLimited
           ? await tx.work.postpone(item.id, item.claim, now + this.backoff(item.attempts))

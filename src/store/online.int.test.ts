@@ -305,6 +305,29 @@ function onlineContract(harness: StoreHarness): void {
       ]);
     });
 
+    it('tells which claims still hold and completes only those (a scoring batch)', async () => {
+      await store.work.enqueue([item(1), item(2), item(3)], clock.now());
+      const now = clock.now();
+      const mine = await store.work.claim(now, 3, now + 60_000, 'c1');
+      expect(mine).toHaveLength(3);
+      // The first one's timeout passes and another worker claims it.
+      const [taken] = await store.work.claim(now + 60_000, 1, now + 120_000, 'c2');
+      expect(taken?.id).toBe(mine[0]?.id);
+      const asked = [
+        ...mine.map((w) => ({ id: w.id, claim: w.claim })),
+        { id: 'wi_none', claim: 'c1' },
+        { id: mine[1]!.id, claim: '' },
+      ];
+      const held = await store.withTransaction((tx) => tx.work.holding(asked));
+      expect(held).toEqual(new Set([mine[1]!.id, mine[2]!.id]));
+      expect(await store.work.completeAll(asked)).toEqual(new Set([mine[1]!.id, mine[2]!.id]));
+      expect(await store.work.stats()).toMatchObject({ depth: 1 });
+      expect(await store.work.completeAll(asked)).toEqual(new Set());
+      expect(await store.work.holding([{ id: taken!.id, claim: 'c2' }])).toEqual(
+        new Set([taken!.id]),
+      );
+    });
+
     it('claims visible items oldest first, hides them, and hands them out again after the timeout', async () => {
       await store.work.enqueue([item(1), item(2)], clock.now());
       clock.advance(10);
@@ -465,6 +488,108 @@ function onlineContract(harness: StoreHarness): void {
       // The second writer has other evaluators (another generation of the policy).
       const outcomes = await Promise.all([write(['a', 'b']), write(['a', 'c'], firstIn.opened)]);
       expect(outcomes).toEqual([true, false]);
+      expect(
+        (await store.results.forTrace('p', T))?.policies[0]?.results.map((r) => r.evaluator),
+      ).toEqual(['a', 'b']);
+    });
+
+    it('stores many versions at once as insert does each (a scoring batch)', async () => {
+      const [T1, T2, T3] = [traceId(1), traceId(2), traceId(3)];
+      await addTrace(T1);
+      await addTrace(T2);
+      await addTrace(T3, { project: 'q' });
+      expect(await score(T1, 'quality', T0 + 50, [result('a')])).toBe(true);
+      const v = (project: string, id: string, policy: string, results: Result[]) => ({
+        project,
+        traceId: id,
+        policy,
+        digest: 'd1',
+        results,
+        scoredAt: T0 + 100,
+      });
+      expect(
+        await store.results.insertMany([
+          // Stored already: it wins.
+          v('p', T1, 'quality', [result('b')]),
+          v('p', T2, 'quality', [result('b', 0.5), result('a', 1)]),
+          // The same version twice in a batch: the first stands.
+          v('p', T2, 'quality', [result('c')]),
+          v('p', T2, 'safety', [result('s')]),
+          v('q', T3, 'quality', [result('a')]),
+          v('p', T1, 'empty', []),
+        ]),
+      ).toEqual([false, true, false, true, true, false]);
+      expect(await store.results.forTrace('p', T2)).toStrictEqual({
+        trace: (await store.traces.get('p', T2))!.trace,
+        scoredAt: iso(T0 + 100),
+        policies: [
+          {
+            policy: 'quality',
+            digest: 'd1',
+            scoredAt: iso(T0 + 100),
+            results: [result('b', 0.5), result('a', 1)],
+          },
+          { policy: 'safety', digest: 'd1', scoredAt: iso(T0 + 100), results: [result('s')] },
+        ],
+      });
+      expect((await store.results.forTrace('p', T1))?.policies).toStrictEqual([
+        { policy: 'quality', digest: 'd1', scoredAt: iso(T0 + 50), results: [result('a')] },
+      ]);
+      expect((await store.results.forTrace('q', T3))?.scoredAt).toBe(iso(T0 + 100));
+      expect(
+        await store.results.scoredPoliciesOf([
+          { project: 'p', traceId: T2, digest: 'd1' },
+          { project: 'p', traceId: T1, digest: 'd1' },
+          { project: 'p', traceId: T2, digest: 'd2' },
+          { project: 'q', traceId: T3, digest: 'd1' },
+          { project: 'q', traceId: T1, digest: 'd1' },
+        ]),
+      ).toEqual([
+        new Set(['quality', 'safety']),
+        new Set(['quality']),
+        new Set(),
+        new Set(['quality']),
+        new Set(),
+      ]);
+      await expect(
+        store.results.insertMany([v('p', T1, 'dup', [result('a'), result('a')])]),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      expect(await store.results.insertMany([])).toEqual([]);
+    });
+
+    it('lets exactly one of two racing batches store a version', async () => {
+      const T = traceId(1);
+      await addTrace(T);
+      await addTrace(traceId(2));
+      const firstIn = gate();
+      const write = (evaluators: string[], other: string, after?: Promise<void>) =>
+        store.withTransaction(async (tx) => {
+          await after;
+          const ok = await tx.results.insertMany(
+            [T, other].map((id) => ({
+              project: 'p',
+              traceId: id,
+              policy: 'quality',
+              digest: after === undefined ? 'd1' : id === T ? 'd1' : 'd2',
+              results: evaluators.map((e) => result(e)),
+              scoredAt: T0 + 100,
+            })),
+          );
+          if (after === undefined) {
+            firstIn.open();
+            await sleep(150);
+          }
+          return ok;
+        });
+      const outcomes = await Promise.all([
+        write(['a', 'b'], traceId(2)),
+        write(['a', 'c'], traceId(2), firstIn.opened),
+      ]);
+      // The second batch's other version (digest d2) is its own.
+      expect(outcomes).toEqual([
+        [true, true],
+        [false, true],
+      ]);
       expect(
         (await store.results.forTrace('p', T))?.policies[0]?.results.map((r) => r.evaluator),
       ).toEqual(['a', 'b']);
@@ -802,6 +927,45 @@ function onlineContract(harness: StoreHarness): void {
       const again = await store.traces.get('p', T);
       expect(again).toBeDefined();
       expect(again).not.toHaveProperty('root');
+    });
+
+    it('reads several traces at once as get reads each', async () => {
+      const big: TraceRoot = {
+        attributes: { 'gen_ai.system': 'openai' },
+        // Past the inline limit: stored once in span_resources, named by the root.
+        resource: { 'service.name': 'svc', 'process.command_args': 'x'.repeat(3000) },
+      };
+      const small: TraceRoot = { attributes: { a: 1 }, resource: { 'service.name': 'svc' } };
+      await addTrace(traceId(1), { root: big });
+      await addTrace(traceId(2), { root: big });
+      await addTrace(traceId(3));
+      await addTrace(traceId(4), { root: small, project: 'q' });
+      await addTrace(traceId(5));
+      await reopen(traceId(5));
+      const keys = [
+        { project: 'p', traceId: traceId(2) },
+        { project: 'q', traceId: traceId(4) },
+        { project: 'p', traceId: traceId(5) },
+        { project: 'p', traceId: traceId(1) },
+        { project: 'p', traceId: traceId(9) },
+        { project: 'p', traceId: traceId(3) },
+        { project: 'q', traceId: traceId(1) },
+      ];
+      const many = await store.traces.getMany(keys);
+      expect(many).toStrictEqual(
+        await Promise.all(keys.map((k) => store.traces.get(k.project, k.traceId))),
+      );
+      expect(many.map((g) => g?.trace.traceId)).toEqual([
+        traceId(2),
+        traceId(4),
+        undefined,
+        traceId(1),
+        undefined,
+        traceId(3),
+        undefined,
+      ]);
+      expect(many[0]?.root).toStrictEqual(big);
+      expect(await store.traces.getMany([])).toEqual([]);
     });
 
     it('lists completed versions by start time, oldest first, page by page', async () => {

@@ -1,5 +1,6 @@
-import { type Kysely, type SqlBool, sql } from 'kysely';
+import { CompiledQuery, type Kysely, type SqlBool, sql } from 'kysely';
 import { CoreErrors, HUMAN_ANNOTATIONS, type Result } from '../core/index.js';
+import { batches, placeholders } from './batches.js';
 import { labelsMatch, toIso } from './columns.js';
 import { decodeProjectPageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
@@ -27,6 +28,24 @@ const traceKey = (project: string, traceId: string) => `${project}\u0000${traceI
 
 /** Trace ids per query of `latest` (a bound parameter each). */
 const LATEST_READ = 500;
+
+/** Result rows per multi-row INSERT of `insertMany` on PostgreSQL (9 parameters each). */
+const INSERT_ROWS = 500;
+
+/** One version of one policy's results: what `insertMany` stores at most once. */
+const resultVersionKey = (project: string, traceId: string, policy: string, digest: string) =>
+  `${project}\u0000${traceId}\u0000${policy}\u0000${digest}`;
+
+/** Trace ids grouped by project, in first-seen order. */
+function idsByProject(traces: readonly { project: string; traceId: string }[]) {
+  const sets = new Map<string, Set<string>>();
+  for (const t of traces) {
+    const ids = sets.get(t.project);
+    if (ids === undefined) sets.set(t.project, new Set([t.traceId]));
+    else ids.add(t.traceId);
+  }
+  return new Map([...sets].map(([project, ids]) => [project, [...ids]]));
+}
 
 interface LatestRow {
   project: string;
@@ -124,6 +143,125 @@ export class KyselyResultStore implements ResultStore {
     return true;
   }
 
+  async insertMany(batch: readonly PolicyResults[]): Promise<boolean[]> {
+    const out = batch.map(() => false);
+    for (const r of batch) {
+      if (new Set(r.results.map((x) => x.evaluator)).size !== r.results.length) {
+        throw CoreErrors.INVALID_ARGUMENT(
+          `policy ${r.policy} has two results for one evaluator name`,
+        );
+      }
+    }
+    const candidates = batch
+      .map((r, index) => ({ r, index }))
+      .filter(({ r }) => r.results.length > 0);
+    if (candidates.length === 0) return out;
+    // Versions already stored win, as in `insert`: one read per project and 500 traces.
+    const stored = new Set<string>();
+    for (const [project, ids] of idsByProject(candidates.map(({ r }) => r))) {
+      for (let i = 0; i < ids.length; i += LATEST_READ) {
+        const rows = await this.db
+          .selectFrom('results')
+          .select(['trace_id', 'policy', 'digest'])
+          .distinct()
+          .where('project', '=', project)
+          .where('trace_id', 'in', ids.slice(i, i + LATEST_READ))
+          .execute();
+        for (const row of rows)
+          stored.add(resultVersionKey(project, row.trace_id, row.policy, row.digest));
+      }
+    }
+    const writing = new Map<string, { r: PolicyResults; index: number }>();
+    for (const c of candidates) {
+      const key = resultVersionKey(c.r.project, c.r.traceId, c.r.policy, c.r.digest);
+      if (!stored.has(key) && !writing.has(key)) writing.set(key, c);
+    }
+    const rows = [...writing.values()].flatMap(({ r }) =>
+      r.results.map((x, position) => [
+        r.project,
+        r.traceId,
+        r.policy,
+        r.digest,
+        x.evaluator,
+        position,
+        x.outcome,
+        JSON.stringify(x),
+        r.scoredAt,
+      ]),
+    );
+    // A concurrent writer of the same version that committed after the read shows up here as
+    // conflicts (PostgreSQL waits on the unique key for the other transaction, then skips).
+    const inserted = new Map<string, string[]>();
+    for (const part of batches(this.dialect, rows, INSERT_ROWS)) {
+      const { rows: back } = await this.db.executeQuery<{
+        project: string;
+        trace_id: string;
+        policy: string;
+        digest: string;
+        evaluator: string;
+      }>(
+        CompiledQuery.raw(
+          `insert into results (project, trace_id, policy, digest, evaluator, position, outcome, result, scored_at)
+           values ${placeholders(this.dialect, part.length, 9)}
+           on conflict (project, trace_id, policy, digest, evaluator) do nothing
+           returning project, trace_id, policy, digest, evaluator`,
+          part.flat(),
+        ),
+      );
+      for (const b of back) {
+        const key = resultVersionKey(b.project, b.trace_id, b.policy, b.digest);
+        const evaluators = inserted.get(key);
+        if (evaluators === undefined) inserted.set(key, [b.evaluator]);
+        else evaluators.push(b.evaluator);
+      }
+    }
+    const scored: PolicyResults[] = [];
+    for (const [key, { r, index }] of writing) {
+      const evaluators = inserted.get(key) ?? [];
+      if (evaluators.length === r.results.length) {
+        out[index] = true;
+        scored.push(r);
+      } else if (evaluators.length > 0) {
+        // The other writer won with other evaluators: take back the rows that did not collide.
+        await this.deleteVersion(r).where('evaluator', 'in', evaluators).execute();
+      }
+    }
+    await this.markScoredMany(scored);
+    return out;
+  }
+
+  /** `markScored` of many traces: one statement per (project, time) and 500 traces. */
+  private async markScoredMany(scored: readonly PolicyResults[]): Promise<void> {
+    const groups = new Map<string, { project: string; at: number; ids: Set<string> }>();
+    for (const r of scored) {
+      const key = `${r.project}\u0000${r.scoredAt}`;
+      let g = groups.get(key);
+      if (g === undefined) {
+        g = { project: r.project, at: r.scoredAt, ids: new Set() };
+        groups.set(key, g);
+      }
+      g.ids.add(r.traceId);
+    }
+    for (const { project, at, ids } of groups.values()) {
+      const all = [...ids];
+      for (let i = 0; i < all.length; i += LATEST_READ) {
+        await this.db
+          .updateTable('traces')
+          .set((eb) => ({
+            scored_at: eb
+              .case()
+              .when(eb.or([eb('scored_at', 'is', null), eb('scored_at', '<', at)]))
+              .then(at)
+              .else(eb.ref('scored_at'))
+              .end(),
+          }))
+          .where('project', '=', project)
+          .where('trace_id', 'in', all.slice(i, i + LATEST_READ))
+          .execute();
+      }
+    }
+  }
+
   async annotate({ project, traceId, result, annotatedAt }: AnnotationResult): Promise<void> {
     // The annotator's principal stands in the digest column: one row per (person, name).
     await this.db
@@ -177,6 +315,32 @@ export class KyselyResultStore implements ResultStore {
       .where('digest', '=', digest)
       .execute();
     return new Set(rows.map((r) => r.policy));
+  }
+
+  async scoredPoliciesOf(
+    versions: readonly { project: string; traceId: string; digest: string }[],
+  ): Promise<Set<string>[]> {
+    const found = new Map<string, Set<string>>();
+    const versionOf = (project: string, traceId: string, digest: string) =>
+      `${project}\u0000${traceId}\u0000${digest}`;
+    for (const [project, ids] of idsByProject(versions)) {
+      for (let i = 0; i < ids.length; i += LATEST_READ) {
+        const rows = await this.db
+          .selectFrom('results')
+          .select(['trace_id', 'digest', 'policy'])
+          .distinct()
+          .where('project', '=', project)
+          .where('trace_id', 'in', ids.slice(i, i + LATEST_READ))
+          .execute();
+        for (const row of rows) {
+          const key = versionOf(project, row.trace_id, row.digest);
+          const policies = found.get(key);
+          if (policies === undefined) found.set(key, new Set([row.policy]));
+          else policies.add(row.policy);
+        }
+      }
+    }
+    return versions.map((v) => new Set(found.get(versionOf(v.project, v.traceId, v.digest)) ?? []));
   }
 
   async list(filter: ScoreFilter, page: PageRequest): Promise<Page<ScoredTrace>> {

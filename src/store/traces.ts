@@ -762,4 +762,72 @@ export class KyselyTraceStore implements TraceStore {
       select project from p where project is not null`.execute(this.db);
     return result.rows.map((r) => r.project);
   }
+
+  async getMany(
+    traces: readonly { project: string; traceId: string }[],
+  ): Promise<({ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined)[]> {
+    type Got = { trace: StoredTrace; record: EvalRecord; root?: TraceRoot };
+    const key = (project: string, traceId: string) => `${project}\u0000${traceId}`;
+    const byProject = new Map<string, Set<string>>();
+    for (const t of traces) {
+      const ids = byProject.get(t.project);
+      if (ids === undefined) byProject.set(t.project, new Set([t.traceId]));
+      else ids.add(t.traceId);
+    }
+    const found = new Map<string, Got>();
+    // Roots whose resource is stored on its own: read once per (project, resource) below.
+    const refs = new Map<string, { project: string; id: string; roots: Got[] }>();
+    for (const [project, set] of byProject) {
+      const ids = [...set];
+      for (let i = 0; i < ids.length; i += RESOURCE_READ) {
+        const rows = await this.db
+          .selectFrom('traces')
+          .selectAll()
+          .where('project', '=', project)
+          .where('trace_id', 'in', ids.slice(i, i + RESOURCE_READ))
+          .where('completed_at', 'is not', null)
+          .execute();
+        for (const row of rows) {
+          if (row.record === null) continue;
+          const got: Got = { trace: fromRow(row), record: JSON.parse(row.record) as EvalRecord };
+          if (row.root !== null) {
+            const root = JSON.parse(row.root) as StoredRoot;
+            const ref = root.resourceRef;
+            if (ref === undefined) got.root = root as TraceRoot;
+            else {
+              got.root = { attributes: root.attributes, resource: {} };
+              const k = key(project, ref);
+              const entry = refs.get(k);
+              if (entry === undefined) refs.set(k, { project, id: ref, roots: [got] });
+              else entry.roots.push(got);
+            }
+          }
+          found.set(key(project, row.trace_id), got);
+        }
+      }
+    }
+    const wanted = [...refs.values()];
+    for (let i = 0; i < wanted.length; i += RESOURCE_READ) {
+      const part = wanted.slice(i, i + RESOURCE_READ);
+      const rows = await this.db
+        .selectFrom('span_resources')
+        .select(['project', 'id', 'attributes'])
+        .where((eb) =>
+          eb(
+            eb.refTuple('project', 'id'),
+            'in',
+            part.map((r) => eb.tuple(r.project, r.id)),
+          ),
+        )
+        .execute();
+      for (const row of rows) {
+        // Plain JSON, as `rootOf` reads it: a root's bytes were made base64 text before it was stored.
+        const resource = JSON.parse(row.attributes) as Attributes;
+        for (const got of refs.get(key(row.project, row.id))?.roots ?? []) {
+          (got.root as TraceRoot).resource = resource;
+        }
+      }
+    }
+    return traces.map((t) => found.get(key(t.project, t.traceId)));
+  }
 }

@@ -108,6 +108,53 @@ export class KyselyWorkQueue implements WorkQueue {
     return result.numUpdatedRows > 0n;
   }
 
+  async holding(items: readonly { id: string; claim: string }[]): Promise<Set<string>> {
+    const held = new Set<string>();
+    // Only rows still ours are locked (an item another replica claimed since is not waited on),
+    // in id order, so two batches never lock rows in opposite orders.
+    const claimed = items
+      .filter((i) => i.claim !== '')
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (let i = 0; i < claimed.length; i += CHUNK) {
+      const part = claimed.slice(i, i + CHUNK);
+      let q = this.db
+        .selectFrom('work_items')
+        .select('id')
+        .where((eb) =>
+          eb(
+            eb.refTuple('id', 'claim'),
+            'in',
+            part.map((p) => eb.tuple(p.id, p.claim)),
+          ),
+        )
+        .orderBy('id');
+      if (this.dialect === 'postgres') q = q.forUpdate();
+      for (const row of await q.execute()) held.add(row.id);
+    }
+    return held;
+  }
+
+  async completeAll(items: readonly { id: string; claim: string }[]): Promise<Set<string>> {
+    const done = new Set<string>();
+    const claimed = items.filter((i) => i.claim !== '');
+    for (let i = 0; i < claimed.length; i += CHUNK) {
+      const part = claimed.slice(i, i + CHUNK);
+      const rows = await this.db
+        .deleteFrom('work_items')
+        .where((eb) =>
+          eb(
+            eb.refTuple('id', 'claim'),
+            'in',
+            part.map((p) => eb.tuple(p.id, p.claim)),
+          ),
+        )
+        .returning('id')
+        .execute();
+      for (const r of rows) done.add(r.id);
+    }
+    return done;
+  }
+
   async stats(): Promise<{ depth: number; oldestCreatedAt?: number }> {
     const row = await this.db
       .selectFrom('work_items')

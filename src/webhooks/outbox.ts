@@ -53,6 +53,11 @@ export class WebhookOutbox implements WebhookEmitter {
     return this.emit(tx, [event]);
   }
 
+  /** Several events in order, as `emitEvent` of each; the webhooks are read once per project. */
+  async emitEvents(tx: StoreTransaction, events: readonly WebhookEvent[]): Promise<string[]> {
+    return this.emit(tx, events);
+  }
+
   async emitRunFinished(tx: StoreTransaction, project: string, run: RunPayload): Promise<string[]> {
     return this.emit(tx, runFinishedEvents(project, run));
   }

@@ -58,8 +58,19 @@ export interface ResultStore {
    * version: they stay when the trace changes, and all of them are the group's latest results.
    */
   annotate(annotation: AnnotationResult): Promise<void>;
+  /**
+   * `insert` without `replace` for many policy results at once (a scoring batch): a few
+   * statements however many there are, with the same rule per (trace, policy, digest) — stored
+   * results win, and of two in the batch for one version the first does. One boolean per entry,
+   * in order: true when it was stored. Throws INVALID_ARGUMENT as `insert` does.
+   */
+  insertMany(batch: readonly PolicyResults[]): Promise<boolean[]>;
   /** The policies that already have results for this trace version. */
   scoredPolicies(project: string, traceId: string, digest: string): Promise<Set<string>>;
+  /** `scoredPolicies` of several trace versions in one read, in the order asked. */
+  scoredPoliciesOf(
+    versions: readonly { project: string; traceId: string; digest: string }[],
+  ): Promise<Set<string>[]>;
   /**
    * Completed traces with results, most recently scored first, one entry per trace, paged by
    * (scoredAt, project, traceId). `policy` and `evaluator` select traces that have such results

@@ -166,6 +166,13 @@ export interface TraceStore {
     project: string,
     traceId: string,
   ): Promise<{ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined>;
+  /**
+   * `get` of several traces in a few reads (a scoring batch), in the order asked; undefined for
+   * a trace that is open or not stored.
+   */
+  getMany(
+    traces: readonly { project: string; traceId: string }[],
+  ): Promise<({ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined)[]>;
   /** Completed traces started at or after `since` (rescore), oldest first, by (start, id). */
   listVersions(
     project: string,

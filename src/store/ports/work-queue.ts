@@ -44,6 +44,14 @@ export interface WorkQueue {
    * claim stays counted in `attempts`.
    */
   postpone(id: string, claim: string, visibleAt: number): Promise<boolean>;
+  /**
+   * The ids among `items` whose claim still holds. Inside a transaction the rows stay held until
+   * it ends (PostgreSQL: `FOR UPDATE`; SQLite: the transaction holds the write lock), so a batch
+   * can write the results of exactly these items and complete them.
+   */
+  holding(items: readonly { id: string; claim: string }[]): Promise<Set<string>>;
+  /** Deletes each item its claim still holds; returns the ids deleted. */
+  completeAll(items: readonly { id: string; claim: string }[]): Promise<Set<string>>;
   /** Queued items, and when the oldest was queued. */
   stats(): Promise<{ depth: number; oldestCreatedAt?: number }>;
 }
