@@ -10,14 +10,20 @@ export function fmt(n: number, digits = 3): string {
   return n.toFixed(digits);
 }
 
-/** One GET: its time to the whole body, and the body as JSON; anything but 200 throws. */
+/**
+ * One GET: its time to the whole body, the server's own time (its `server-timing` header: from
+ * the request's arrival to the answer serialized; NaN without one), and the body as JSON;
+ * anything but 200 throws.
+ */
 export async function timedGet(
   url: string,
-): Promise<{ ms: number; body: Record<string, unknown> }> {
+): Promise<{ ms: number; serverMs: number; body: Record<string, unknown> }> {
   const started = performance.now();
   const res = await fetch(url);
   const text = await res.text();
   const ms = performance.now() - started;
   if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
-  return { ms, body: JSON.parse(text) as Record<string, unknown> };
+  const timing = /app;dur=([0-9.]+)/.exec(res.headers.get('server-timing') ?? '');
+  const serverMs = timing === null ? Number.NaN : Number(timing[1]);
+  return { ms, serverMs, body: JSON.parse(text) as Record<string, unknown> };
 }

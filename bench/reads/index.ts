@@ -2,7 +2,9 @@
  * Reads at scale (`npm run bench -- reads`): N scored traces (default 1M; `--traces=200000` for
  * fewer) bulk-loaded into the store's tables (seed.ts), then the read API timed through a real
  * `touchstone serve` process on that store, loopback HTTP with keep-alive, `--rounds` (50) of each
- * request after a warm-up, p50/p95 printed with the load average:
+ * request after a warm-up, p50/p95 printed with the load average, and beside them the server's
+ * own p50/p95 (its `server-timing` header; the rest is the client, loopback and the wait for a
+ * core on a loaded machine):
  * - `GET /v1alpha1/scores`: first page, page 50 by token, label / policy+evaluator / service /
  *   `since` filters, each also with values matching few traces and none;
  * - `GET /v1alpha1/traces`: first page, page 50, and each filter it supports likewise;
@@ -54,11 +56,16 @@ async function measure(label: string, url: string, budget: number): Promise<Figu
   let first: Record<string, unknown> = {};
   for (let i = 0; i < 3; i++) first = (await timedGet(url)).body;
   const times: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) times.push((await timedGet(url)).ms);
+  const server: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const { ms, serverMs } = await timedGet(url);
+    times.push(ms);
+    server.push(serverMs);
+  }
   const items = (first.entries ?? first.traces ?? first.series) as unknown[] | undefined;
   const p95 = percentile(times, 95);
   console.log(
-    `  ${label.padEnd(52)} p50 ${fmt(percentile(times, 50), 1).padStart(7)} ms  p95 ${fmt(p95, 1).padStart(7)} ms  ${items === undefined ? '' : `${String(items.length).padStart(4)} items`}${p95 > budget ? '  OVER' : ''}`,
+    `  ${label.padEnd(52)} p50 ${fmt(percentile(times, 50), 1).padStart(7)} ms  p95 ${fmt(p95, 1).padStart(7)} ms  (server ${fmt(percentile(server, 50), 1)} / ${fmt(percentile(server, 95), 1)})  ${items === undefined ? '' : `${String(items.length).padStart(4)} items`}${p95 > budget ? '  OVER' : ''}`,
   );
   return { label, p95, budget };
 }

@@ -74,6 +74,13 @@ describe('trace completion, durability and the traces API', () => {
     expect(record.trajectory.find((s: { type: string }) => s.type === 'tool').error).toMatch(
       /timed out/,
     );
+    // The whole record is sent as stored: the same JSON the store reads, the summary as the
+    // basic view's, an answer of type JSON.
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(record).toEqual((await app.store.traces.get('shop', traceId))?.record);
+    const basic = (await get(`/v1alpha1/traces/${traceId}?view=basic`)).json();
+    expect(trace).toEqual(basic.trace);
+    expect(basic.trajectorySteps).toBe(record.trajectory.length);
     expect(await app.completer.tick()).toBe(0);
 
     // The children first, then the root alone: whole by itself, but its trace has spans already,

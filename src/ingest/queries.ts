@@ -55,11 +55,34 @@ export class TraceQueries {
     id: string,
     action: 'traces.read' | 'traces.annotate' = 'traces.read',
   ): Promise<{ trace: StoredTrace; record: EvalRecord; root?: TraceRoot }> {
+    return this.find(principal, project, id, action, (target, traceId) =>
+      this.store.traces.get(target, traceId),
+    );
+  }
+
+  /** As `get`, the record as stored (JSON text): the whole record to send on unchanged. */
+  getRecordJson(
+    principal: Principal,
+    project: string | undefined,
+    id: string,
+  ): Promise<{ trace: StoredTrace; recordJson: string }> {
+    return this.find(principal, project, id, 'traces.read', (target, traceId) =>
+      this.store.traces.getRecordJson(target, traceId),
+    );
+  }
+
+  private async find<T extends { trace: StoredTrace }>(
+    principal: Principal,
+    project: string | undefined,
+    id: string,
+    action: 'traces.read' | 'traces.annotate',
+    load: (project: string, traceId: string) => Promise<T | undefined>,
+  ): Promise<T> {
     const target = authorize(principal, 'traces.read', project);
-    let found = await this.store.traces.get(target, id.toLowerCase());
+    let found = await load(target, id.toLowerCase());
     if (found === undefined) {
       const pulled = await this.store.sources.traceIdOf(target, id);
-      if (pulled !== undefined) found = await this.store.traces.get(target, pulled);
+      if (pulled !== undefined) found = await load(target, pulled);
     }
     if (found === undefined || !coversTrace(principal, found.trace)) {
       throw IngestErrors.TRACE_NOT_FOUND(`no trace ${id} in project "${target}"`);

@@ -35,7 +35,12 @@ export interface IndexedFilter {
 
 type Probe = SelectQueryBuilder<Database, keyof Database, { trace_id: string }>;
 
-/** A query listing the traces each indexed filter matches (by its own index). */
+/**
+ * A query listing the traces each indexed filter matches (by its own index). Each is ordered as
+ * its index is: a probe stops at LEAD_MAX + 1 entries, and without an order PostgreSQL may take a
+ * sequential scan for a common value (a service matching 10% of traces: 30 ms against 8 ms for
+ * the index at 300k traces) or a bitmap scan of every entry (a common policy: 20 against 1.4 ms).
+ */
 export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
   const { project } = filter;
   const probes: Probe[] = [];
@@ -46,7 +51,8 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
         .select('trace_id')
         .where('project', '=', project)
         .where('key', '=', key)
-        .where('value', '=', value),
+        .where('value', '=', value)
+        .orderBy('trace_id'),
     );
   }
   if (
@@ -61,6 +67,11 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
     if (filter.outcome !== undefined) q = q.where('outcome', '=', filter.outcome);
     if (filter.policy !== undefined) q = q.where('policy', '=', filter.policy);
     if (filter.evaluator !== undefined) q = q.where('evaluator', '=', filter.evaluator);
+    // In the order of the index that serves it (results_outcome_idx, results_policy_idx or
+    // results_evaluator_idx after their equalities).
+    if (filter.outcome !== undefined) q = q.orderBy('policy');
+    if (filter.outcome !== undefined || filter.policy !== undefined) q = q.orderBy('evaluator');
+    q = q.orderBy('trace_id');
     probes.push(q);
   }
   if (filter.source !== undefined && filter.source !== '') {
@@ -80,7 +91,8 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
         .selectFrom('traces')
         .select('trace_id')
         .where('project', '=', project)
-        .where('service', '=', filter.service),
+        .where('service', '=', filter.service)
+        .orderBy('start_ms'),
     );
   }
   return probes;

@@ -688,6 +688,21 @@ export class KyselyTraceStore implements TraceStore {
     return out;
   }
 
+  async getRecordJson(
+    project: string,
+    traceId: string,
+  ): Promise<{ trace: StoredTrace; recordJson: string } | undefined> {
+    const row = await this.db
+      .selectFrom('traces')
+      .select([...SUMMARY_COLUMNS, 'record'])
+      .where('project', '=', project)
+      .where('trace_id', '=', traceId)
+      .where('completed_at', 'is not', null)
+      .executeTakeFirst();
+    if (row === undefined || row.record === null) return undefined;
+    return { trace: fromRow(row), recordJson: row.record };
+  }
+
   /**
    * The `root` column: the root span's attributes and resource, the resource by reference when
    * it is large (every trace of a request shares it; inline, it was written once per trace).

@@ -173,6 +173,14 @@ export interface TraceStore {
   getMany(
     traces: readonly { project: string; traceId: string }[],
   ): Promise<({ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined)[]>;
+  /**
+   * A completed trace with its record as stored (JSON text), for answers that send it on whole:
+   * the record of a trace of thousands of steps is not parsed to be written out again.
+   */
+  getRecordJson(
+    project: string,
+    traceId: string,
+  ): Promise<{ trace: StoredTrace; recordJson: string } | undefined>;
   /** Completed traces started at or after `since` (rescore), oldest first, by (start, id). */
   listVersions(
     project: string,
