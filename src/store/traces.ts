@@ -453,6 +453,16 @@ export class KyselyTraceStore implements TraceStore {
   private async resourcesOf(refs: Map<string, Set<string>>): Promise<Map<string, Attributes>> {
     const wanted = [...refs].flatMap(([project, ids]) => [...ids].map((id) => ({ project, id })));
     const out = new Map<string, Attributes>();
+    for (const r of await this.resourceRows(wanted))
+      out.set(`${r.project}\u0000${r.id}`, fromJson<Attributes>(r.attributes));
+    return out;
+  }
+
+  /** The stored `span_resources` rows of these (project, id) keys, RESOURCE_READ per query. */
+  private async resourceRows(
+    wanted: readonly { project: string; id: string }[],
+  ): Promise<SpanResourcesTable[]> {
+    const out: SpanResourcesTable[] = [];
     for (let i = 0; i < wanted.length; i += RESOURCE_READ) {
       const part = wanted.slice(i, i + RESOURCE_READ);
       const rows = await this.db
@@ -466,8 +476,7 @@ export class KyselyTraceStore implements TraceStore {
           ),
         )
         .execute();
-      for (const r of rows)
-        out.set(`${r.project}\u0000${r.id}`, fromJson<Attributes>(r.attributes));
+      out.push(...rows);
     }
     return out;
   }
@@ -821,26 +830,11 @@ export class KyselyTraceStore implements TraceStore {
         }
       }
     }
-    const wanted = [...refs.values()];
-    for (let i = 0; i < wanted.length; i += RESOURCE_READ) {
-      const part = wanted.slice(i, i + RESOURCE_READ);
-      const rows = await this.db
-        .selectFrom('span_resources')
-        .select(['project', 'id', 'attributes'])
-        .where((eb) =>
-          eb(
-            eb.refTuple('project', 'id'),
-            'in',
-            part.map((r) => eb.tuple(r.project, r.id)),
-          ),
-        )
-        .execute();
-      for (const row of rows) {
-        // Plain JSON, as `rootOf` reads it: a root's bytes were made base64 text before it was stored.
-        const resource = JSON.parse(row.attributes) as Attributes;
-        for (const got of refs.get(key(row.project, row.id))?.roots ?? []) {
-          (got.root as TraceRoot).resource = resource;
-        }
+    for (const row of await this.resourceRows([...refs.values()])) {
+      // Plain JSON, as `rootOf` reads it: a root's bytes were made base64 text before it was stored.
+      const resource = JSON.parse(row.attributes) as Attributes;
+      for (const got of refs.get(key(row.project, row.id))?.roots ?? []) {
+        (got.root as TraceRoot).resource = resource;
       }
     }
     return traces.map((t) => found.get(key(t.project, t.traceId)));
