@@ -23,7 +23,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import Database from 'better-sqlite3';
@@ -37,7 +37,7 @@ import { buildServer, completionTail, startBuiltServer } from './built-server.js
 import { mlflowIngest } from './peers/mlflow.js';
 import { countSpans, phoenixIngest } from './peers/phoenix.js';
 import { type IngestFigures, postBodies, storedAtAnswer } from './peers/post.js';
-import { fmt, percentile } from './stats.js';
+import { cpuSeconds, fmt, load, percentile } from './stats.js';
 
 const TOTAL_SPANS = Number(process.env.BENCH_SPANS ?? 400_000);
 const TRACES_PER_REQUEST = 50;
@@ -280,31 +280,10 @@ async function run(
   }
 }
 
-function load(): string {
-  return loadavg()
-    .map((l) => fmt(l, 1))
-    .join(' ');
-}
-
 /** Peak RSS (VmHWM) of a process, in MB, from /proc (Linux). */
 function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m === null ? Number.NaN : Number(m[1]) / 1024;
-}
-
-/** Clock ticks per second of /proc CPU times (USER_HZ: 100 on every Linux build Node runs on). */
-const USER_HZ = 100;
-
-/**
- * CPU seconds (user + system) of a process, or of one of its threads when `tid` is given, from
- * /proc (Linux): the server's own cost, apart from the client's and from other work on the host.
- */
-function cpuSeconds(pid: number, tid?: number): number {
-  const path = tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`;
-  // Fields after the parenthesised command name (which may hold spaces): utime is the 12th.
-  const stat = readFileSync(path, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
 /** Waits until a process has used under 2% of a core for 3 s (its trace completion is done). */

@@ -24,8 +24,8 @@
  * not reached; docs/performance.md ("One-span traces") says where the time goes.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -38,7 +38,7 @@ import { protobufBody } from '../test/support/otel.js';
 import { freePort, serveArgs } from '../test/support/process.js';
 import { buildServer, startBuiltServer } from './built-server.js';
 import { postBodies } from './peers/post.js';
-import { fmt } from './stats.js';
+import { cpuSeconds, fmt, load } from './stats.js';
 
 const TRACES = Number(process.env.BENCH_ONE_SPAN_TRACES ?? 30_000);
 const ROUNDS = Number(process.env.BENCH_ONE_SPAN_ROUNDS ?? 1);
@@ -98,19 +98,6 @@ function bodies(shape: IdShape, traces: number): Buffer[] {
   const rest = exporter.getFinishedSpans();
   if (rest.length > 0) out.push(protobufBody(rest));
   return out;
-}
-
-function load(): string {
-  return loadavg()
-    .map((l) => fmt(l, 1))
-    .join(' ');
-}
-
-/** CPU seconds (user + system, every thread) of a process, from /proc (Linux; USER_HZ 100). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 async function metric(base: string, name: string, labels = ''): Promise<number> {

@@ -30,13 +30,13 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { ENTRY, freePort, type ServerProcess, serveArgs } from '../test/support/process.js';
 import { freshPgSchema } from '../test/support/stores.js';
-import { fmt, percentile } from './stats.js';
+import { cpuSeconds, fmt, load, percentile } from './stats.js';
 
 const STEADY_SECONDS = Number(process.env.BENCH_ONLINE_SECONDS ?? 30);
 const STEADY_RATE = 20;
@@ -321,22 +321,6 @@ function seconds(value: number, max: number): string {
 function rssMb(pid: number, field: 'VmHWM' | 'VmRSS' = 'VmHWM'): number {
   const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m === null ? Number.NaN : Number(m[1]) / 1024;
-}
-
-/** CPU seconds (user + system) of a process, or of one thread with `tid`, from /proc (Linux). */
-function cpuSeconds(pid: number, tid?: number): number {
-  const stat = readFileSync(
-    tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
-    'utf8',
-  );
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
-}
-
-function load(): string {
-  return loadavg()
-    .map((l) => fmt(l, 1))
-    .join(' ');
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));

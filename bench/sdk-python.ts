@@ -18,7 +18,7 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
@@ -27,7 +27,7 @@ import { freePort, serveArgs } from '../test/support/process.js';
 import { runPython } from '../test/support/python.js';
 import { buildServer, completionTail, startBuiltServer } from './built-server.js';
 import { countSpans, venvPython } from './peers/phoenix.js';
-import { fmt } from './stats.js';
+import { fmt, load } from './stats.js';
 
 const SDK_PYTHON = process.env.TOUCHSTONE_SDK_PYTHON || undefined;
 const CALLS = Number(process.env.BENCH_SDK_CALLS ?? 20_000);
@@ -63,12 +63,6 @@ interface MlflowFigures {
   span_p99_us: number;
   records: number;
   records_per_s: number;
-}
-
-function load(): string {
-  return loadavg()
-    .map((l) => fmt(l, 1))
-    .join(' ');
 }
 
 function lastJson<T>(stdout: string): T {

@@ -23,7 +23,7 @@
  * Figures come from the server's own counters (`/metrics`), polled every 250 ms.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   MLFLOW_PYTHON,
@@ -33,7 +33,7 @@ import {
 } from '../test/interop/mlflow/mlflow-server.js';
 import { freePort, type ServerProcess, serveArgs, startServer } from '../test/support/process.js';
 import { runPython } from '../test/support/python.js';
-import { fmt } from './stats.js';
+import { cpuSeconds, fmt, load } from './stats.js';
 
 const COUNT = Number(process.env.BENCH_SOURCE_TRACES ?? 10_000);
 const WRITE_BACK_COUNT = Number(process.env.BENCH_SOURCE_WRITEBACK_TRACES ?? 1000);
@@ -48,19 +48,6 @@ const READ_PAGE_SIZE = 100;
 const TIMEOUT_MS = 30 * 60_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-
-function load(): string {
-  return loadavg()
-    .map((l) => fmt(l, 1))
-    .join(' ');
-}
-
-/** CPU seconds (user + system) of a process, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
-}
 
 function peakRssMb(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

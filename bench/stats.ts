@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+
 /** Percentile of a sample (nearest rank). */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
@@ -27,3 +30,26 @@ export async function timedGet(
   const serverMs = timing === null ? Number.NaN : Number(timing[1]);
   return { ms, serverMs, body: JSON.parse(text) as Record<string, unknown> };
 }
+
+/** The machine's load averages (1, 5, 15 min), printed beside every figure. */
+export function load(): string {
+  return loadavg()
+    .map((l) => fmt(l, 1))
+    .join(' ');
+}
+
+/**
+ * CPU seconds (user + system) of a process, or of one of its threads, from /proc (Linux). The
+ * fields after the parenthesised command name (which may hold spaces): utime is the 12th.
+ */
+export function cpuSeconds(pid: number, tid?: number): number {
+  const stat = readFileSync(
+    tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
+    'utf8',
+  );
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/** Clock ticks per second of /proc's CPU times on Linux. */
+const USER_HZ = 100;
