@@ -139,7 +139,7 @@ export class KyselyResultStore implements ResultStore {
         return false;
       }
     }
-    await this.markScored(project, traceId, scoredAt);
+    await this.markScored(project, [traceId], scoredAt);
     return true;
   }
 
@@ -245,19 +245,7 @@ export class KyselyResultStore implements ResultStore {
     for (const { project, at, ids } of groups.values()) {
       const all = [...ids];
       for (let i = 0; i < all.length; i += LATEST_READ) {
-        await this.db
-          .updateTable('traces')
-          .set((eb) => ({
-            scored_at: eb
-              .case()
-              .when(eb.or([eb('scored_at', 'is', null), eb('scored_at', '<', at)]))
-              .then(at)
-              .else(eb.ref('scored_at'))
-              .end(),
-          }))
-          .where('project', '=', project)
-          .where('trace_id', 'in', all.slice(i, i + LATEST_READ))
-          .execute();
+        await this.markScored(project, all.slice(i, i + LATEST_READ), at);
       }
     }
   }
@@ -285,11 +273,15 @@ export class KyselyResultStore implements ResultStore {
         })),
       )
       .execute();
-    await this.markScored(project, traceId, annotatedAt);
+    await this.markScored(project, [traceId], annotatedAt);
   }
 
-  /** The trace's `scored_at` only moves forward. */
-  private async markScored(project: string, traceId: string, at: number): Promise<void> {
+  /** The traces' `scored_at` only moves forward. */
+  private async markScored(
+    project: string,
+    traceIds: readonly string[],
+    at: number,
+  ): Promise<void> {
     await this.db
       .updateTable('traces')
       .set((eb) => ({
@@ -301,7 +293,7 @@ export class KyselyResultStore implements ResultStore {
           .end(),
       }))
       .where('project', '=', project)
-      .where('trace_id', '=', traceId)
+      .where('trace_id', 'in', traceIds)
       .execute();
   }
 
