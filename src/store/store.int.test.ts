@@ -324,6 +324,27 @@ function storeContract(harness: Harness): void {
       },
     });
 
+    it('reads chunks written in one millisecond in the order they were written', async () => {
+      // Twenty calls at one time: with keys ordered at random within a millisecond, the last
+      // copy read would be any of them.
+      for (let n = 0; n < 20; n++) {
+        await store.traces.appendSpans(
+          [
+            {
+              project: 'p',
+              traceId: T,
+              spans: [span(T, '1'.repeat(16), '', { name: `copy ${n}` })],
+              labels: {},
+              source: '',
+            },
+          ],
+          T0,
+        );
+      }
+      const [only] = await store.traces.spans('p', T);
+      expect(only?.name).toBe('copy 19');
+    });
+
     it('stores span chunks, replaces a span sent again, and keeps bytes', async () => {
       await store.withTransaction((tx) =>
         tx.traces.appendSpans(

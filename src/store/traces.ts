@@ -103,6 +103,13 @@ class RootColumns {
   }
 }
 
+/** `appendSpans` calls of this process, in order (8 hex digits, wrapping). */
+let callSequence = 0;
+function nextCallSequence(): string {
+  callSequence = (callSequence + 1) % 0x1_0000_0000;
+  return callSequence.toString(16).padStart(8, '0');
+}
+
 /** Spans per chunk at most: a larger batch is stored as several chunks of its trace. */
 const SPANS_PER_CHUNK = 1000;
 
@@ -261,10 +268,12 @@ export class KyselyTraceStore implements TraceStore {
     options: AppendOptions = {},
   ): Promise<AppendResult> {
     const { pause } = options;
-    // Chunk keys order by arrival; one random prefix per call (plus the batch index and, for the
-    // parts of a large batch after its first, the part's) keeps them unique across calls and
-    // replicas without a random draw per trace.
-    const stamp = `${String(now).padStart(13, '0')}-${randomBytes(6).toString('hex')}`;
+    // Chunk keys order by arrival: the time, then this process's call sequence (calls within one
+    // millisecond — two requests of one exporter — keep their order: a span sent again replaces
+    // the earlier copy, and detached events past the cap are the later ones), then a random part
+    // that keeps them unique across replicas, then the batch index (and, for the parts of a large
+    // batch after its first, the part's), without a random draw per trace.
+    const stamp = `${String(now).padStart(13, '0')}-${nextCallSequence()}-${randomBytes(4).toString('hex')}`;
     const resources = new ResourceRows();
     const chunks: ChunkRow[] = [];
     const refOf = (project: string) => (resource: Attributes) => resources.refOf(project, resource);
