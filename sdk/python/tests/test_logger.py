@@ -243,14 +243,16 @@ def test_overflow_fails_the_new_record_at_once_and_memory_stays_bounded(
 
 
 def test_two_batches_in_flight_and_flush_waits_for_both(server: Server, proxy_factory: Any) -> None:
-    # The first request's answer is held back: the second batch goes out on the other
-    # connection meanwhile, is answered first, and flush() still waits for the first.
+    # The first batch's request is held back: the second batch goes out on the other
+    # connection meanwhile, is answered first, and flush() still waits for the first. The first
+    # batch is told by its content, not by arriving first: the two exporting threads race to the
+    # proxy, and a loaded machine may let the second one arrive first.
     arrivals: list[float] = []
     release = threading.Event()
 
     def hold_first(handler: ProxyHandler, body: bytes) -> None:
         arrivals.append(time.monotonic())
-        if len(arrivals) == 1:
+        if b"first 0" in body:
             release.wait(10)
 
     proxy: Proxy = proxy_factory(hold_first)
