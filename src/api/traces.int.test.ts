@@ -19,7 +19,12 @@ describe('trace completion, durability and the traces API', () => {
       data_dir: dataDir,
       log_level: 'silent',
       auth: {},
-      traces: { completion_grace: '2s', idle_timeout: '30s', max_age: '5m' },
+      traces: {
+        completion_grace: '2s',
+        idle_timeout: '30s',
+        max_age: '5m',
+        complete_on_arrival: true,
+      },
     },
   });
   const open = () =>

@@ -29,7 +29,7 @@ export function buildIngest(
     clock,
     observer: metrics,
     limits,
-    normalize: normalizeStoredTrace,
+    ...(config.traces.complete_on_arrival ? { normalize: normalizeStoredTrace } : {}),
     onCompleted: () => deps.onCompleted(),
   });
   const rules = {

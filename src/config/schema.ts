@@ -304,6 +304,12 @@ export const ConfigSchema = z
         idle_timeout: durationMs.prefault(DEFAULTS.traces.idleTimeout),
         /** …or at the latest this long after its first span arrived. */
         max_age: durationMs.prefault(DEFAULTS.traces.maxAge),
+        /**
+         * Complete a trace in the request that stores it when the request brings all of it (one
+         * root, every parent present), instead of after `completion_grace` in the completion
+         * worker. Off by default until its memory under overload is bounded (docs/ingest.md).
+         */
+        complete_on_arrival: z.boolean().default(false),
         /** Longest attribute value kept; longer strings are cut with a marker. */
         max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
         /**
