@@ -158,19 +158,8 @@ export class KyselyResultStore implements ResultStore {
     if (candidates.length === 0) return out;
     // Versions already stored win, as in `insert`: one read per project and 500 traces.
     const stored = new Set<string>();
-    for (const [project, ids] of idsByProject(candidates.map(({ r }) => r))) {
-      for (let i = 0; i < ids.length; i += LATEST_READ) {
-        const rows = await this.db
-          .selectFrom('results')
-          .select(['trace_id', 'policy', 'digest'])
-          .distinct()
-          .where('project', '=', project)
-          .where('trace_id', 'in', ids.slice(i, i + LATEST_READ))
-          .execute();
-        for (const row of rows)
-          stored.add(resultVersionKey(project, row.trace_id, row.policy, row.digest));
-      }
-    }
+    for (const row of await this.storedVersions(candidates.map(({ r }) => r)))
+      stored.add(resultVersionKey(row.project, row.trace_id, row.policy, row.digest));
     const writing = new Map<string, { r: PolicyResults; index: number }>();
     for (const c of candidates) {
       const key = resultVersionKey(c.r.project, c.r.traceId, c.r.policy, c.r.digest);
@@ -315,24 +304,33 @@ export class KyselyResultStore implements ResultStore {
     const found = new Map<string, Set<string>>();
     const versionOf = (project: string, traceId: string, digest: string) =>
       `${project}\u0000${traceId}\u0000${digest}`;
-    for (const [project, ids] of idsByProject(versions)) {
+    for (const row of await this.storedVersions(versions)) {
+      const key = versionOf(row.project, row.trace_id, row.digest);
+      const policies = found.get(key);
+      if (policies === undefined) found.set(key, new Set([row.policy]));
+      else policies.add(row.policy);
+    }
+    return versions.map((v) => new Set(found.get(versionOf(v.project, v.traceId, v.digest)) ?? []));
+  }
+
+  /** The (policy, digest) versions stored for these traces: one read per project and 500 traces. */
+  private async storedVersions(
+    traces: readonly { project: string; traceId: string }[],
+  ): Promise<{ project: string; trace_id: string; policy: string; digest: string }[]> {
+    const out: { project: string; trace_id: string; policy: string; digest: string }[] = [];
+    for (const [project, ids] of idsByProject(traces)) {
       for (let i = 0; i < ids.length; i += LATEST_READ) {
         const rows = await this.db
           .selectFrom('results')
-          .select(['trace_id', 'digest', 'policy'])
+          .select(['trace_id', 'policy', 'digest'])
           .distinct()
           .where('project', '=', project)
           .where('trace_id', 'in', ids.slice(i, i + LATEST_READ))
           .execute();
-        for (const row of rows) {
-          const key = versionOf(project, row.trace_id, row.digest);
-          const policies = found.get(key);
-          if (policies === undefined) found.set(key, new Set([row.policy]));
-          else policies.add(row.policy);
-        }
+        for (const row of rows) out.push({ project, ...row });
       }
     }
-    return versions.map((v) => new Set(found.get(versionOf(v.project, v.traceId, v.digest)) ?? []));
+    return out;
   }
 
   async list(filter: ScoreFilter, page: PageRequest): Promise<Page<ScoredTrace>> {
