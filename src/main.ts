@@ -5,6 +5,37 @@
  */
 import { enableCompileCache } from 'node:module';
 
+/**
+ * V8 heap limits the server runs with unless told otherwise (on the command line or in
+ * NODE_OPTIONS), since the defaults are sized for the machine rather than for the server's
+ * memory budget. Node 24 gives the young generation 32 MB semi-spaces on a large machine (Node 22
+ * 16 MB): a 300 MB budget loses 64 MB to garbage not yet scavenged. And under Node's default old
+ * generation limit (about a quarter of the machine's memory, over 2 GB here) V8 lets the old
+ * generation grow to 4× its live size before collecting it, 1.6× under 1 GB; the server's live
+ * heap is under 100 MB. Under the 80-connection overload test on Node 24 the peak RSS went from
+ * 401–502 MB to about 320 (docs/performance.md, "Memory"). A heap over 1 GB would end the process;
+ * `NODE_OPTIONS=--max-old-space-size=N` raises it.
+ */
+const SERVE_HEAP_FLAGS = ['--max-semi-space-size=16', '--max-old-space-size=1024'];
+
+// The limits are fixed when V8 starts, so `serve` starts again in the same process (execve: same
+// pid, nothing left of this one) with those not already given.
+if (process.argv[2] === 'serve' && process.platform !== 'win32' && process.execve !== undefined) {
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  const missing = SERVE_HEAP_FLAGS.filter((flag) => {
+    const name = flag.slice(0, flag.indexOf('='));
+    return !given.some((arg) => arg.replaceAll('_', '-').startsWith(name));
+  });
+  if (missing.length > 0) {
+    process.execve(process.execPath, [
+      process.execPath,
+      ...process.execArgv,
+      ...missing,
+      ...process.argv.slice(1),
+    ]);
+  }
+}
+
 // Every start compiles several hundred modules; V8's code cache (kept under the OS temp dir,
 // NODE_COMPILE_CACHE elsewhere, NODE_DISABLE_COMPILE_CACHE=1 off) makes the next start faster.
 enableCompileCache();

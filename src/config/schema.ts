@@ -307,9 +307,9 @@ export const ConfigSchema = z
         /**
          * Complete a trace in the request that stores it when the request brings all of it (one
          * root, every parent present), instead of after `completion_grace` in the completion
-         * worker. Off by default until its memory under overload is bounded (docs/ingest.md).
+         * worker (docs/ingest.md).
          */
-        complete_on_arrival: z.boolean().default(false),
+        complete_on_arrival: z.boolean().default(true),
         /** Longest attribute value kept; longer strings are cut with a marker. */
         max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
         /**

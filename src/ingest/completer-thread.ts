@@ -5,12 +5,14 @@ import type { TraceCompleter } from './pipeline.js';
 const STOP_TIMEOUT_MS = 10_000;
 
 /**
- * The worker's old-generation limit. Under a limit below 2 GB, V8 lets an old generation grow less
- * past its live size before collecting it (1.6× at 1 GB; 4× under Node's default of 4 GB): the
- * worker's heap under sustained ingest went from 123 to 75 MB, with no measurable CPU cost. A
- * batch that needs more ends the worker, and completion goes on in-process.
+ * The worker's heap limits, as the server's own (src/main.ts). Under an old-generation limit below
+ * 2 GB, V8 lets an old generation grow less past its live size before collecting it (1.6× at
+ * 1 GB; 4× under Node's default of 4 GB): the worker's heap under sustained ingest went from 123
+ * to 75 MB, with no measurable CPU cost. A young generation of 48 MB is 16 MB semi-spaces, Node
+ * 22's default (Node 24 doubles it on a large machine). A batch that needs more ends the worker,
+ * and completion goes on in-process.
  */
-const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 1024 };
+const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 48 };
 
 /** What the completer worker needs to open its own store connection and apply the rules. */
 export interface CompleterWorkerData {

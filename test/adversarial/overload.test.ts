@@ -71,11 +71,10 @@ describe('overload', () => {
     expect(percentile(reads.latencies, 99), figures).toBeLessThan(3_000);
     expect(health.failures, figures).toBe(0);
     expect(health.p99, figures).toBeLessThan(2_000);
-    // Memory bounded by configuration. The server runs from sources: the TypeScript loader adds
-    // about 50 MB to the 300 MB budget of the built server, which bench/overload measures. Since
-    // the identity layer (OIDC, audit) the peak here is about 35 MB higher on Node 24 (360 →
-    // 409 MB) for reasons not yet found; the bound leaves room for it until they are.
-    expect(peakRss, figures).toBeLessThan(450);
+    // Memory bounded by configuration and by the heap limits `serve` sets itself (src/main.ts):
+    // without them Node 24's larger young generation and V8's 4× old-generation headroom put the
+    // peak at 400–500 MB here; with them it is about 300–330 MB on this 2-core machine type.
+    expect(peakRss, figures).toBeLessThan(400);
     // Nothing acknowledged is lost.
     expect(lostSpans(server.dataDir, ingest.acknowledged), figures).toBe(0);
   }, 180_000);

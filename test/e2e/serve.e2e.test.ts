@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +101,17 @@ describe('touchstone serve (real process, embedded SQLite)', () => {
     expect(bad.stderr).toContain('evaluators[0].params.pattern');
   });
 
+  it.runIf(process.platform === 'linux')(
+    'runs in the process it was started as, with the heap limits it sets itself',
+    () => {
+      // src/main.ts starts `serve` again in the same process (execve) with V8's heap limits.
+      const argv = readFileSync(`/proc/${server.proc.pid}/cmdline`, 'utf8').split('\0');
+      expect(argv).toContain('--max-semi-space-size=16');
+      expect(argv).toContain('--max-old-space-size=1024');
+      expect(argv).toContain('serve');
+    },
+  );
+
   it('shuts down gracefully on SIGTERM with exit code 0', async () => {
     server.proc.kill('SIGTERM');
     expect(await server.exited).toBe(0);
@@ -142,6 +153,25 @@ describe('touchstone CLI without a server', () => {
     expect(r.stderr).toContain('limits.max_body_bytes:');
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it.runIf(process.platform === 'linux')(
+    'leaves a heap limit given in NODE_OPTIONS to it',
+    async () => {
+      const port = await freePort();
+      const dir = mkdtempSync(join(tmpdir(), 'touchstone-e2e-'));
+      const server = await startServer(['--data-dir', dir, '--listen', `127.0.0.1:${port}`], {
+        NODE_OPTIONS: '--max-old-space-size=2048',
+      });
+      try {
+        const argv = readFileSync(`/proc/${server.proc.pid}/cmdline`, 'utf8').split('\0');
+        expect(argv).toContain('--max-semi-space-size=16');
+        expect(argv.some((arg) => arg.startsWith('--max-old-space-size'))).toBe(false);
+      } finally {
+        server.proc.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('answers usage errors with exit code 2', () => {
     expect(cli(['evaluate']).code).toBe(2);
