@@ -6,6 +6,7 @@ import type {
   ConventionReader,
   IoReading,
   MessagesReading,
+  ModelReading,
   SpanContext,
   ToolCallReading,
   UsageReading,
@@ -375,12 +376,39 @@ function toolCall(span: Span, mask: number): ToolCallReading {
 /** Where each cost reader sits in USAGE: the cost is picked from the same readings. */
 const COST_AT = COST.readers.map((r) => USAGE.readers.indexOf(r));
 
+/**
+ * The readings of the span being read, one slot per reader of USAGE (or MODEL), reused from span
+ * to span: an array per span was a share of what normalization allocated. Filled and read
+ * within one call, never across one (readers do not call back into precedence).
+ */
+const USAGE_READINGS: (UsageReading | undefined)[] = USAGE.readers.map(() => undefined);
+const MODEL_READINGS: (ModelReading | undefined)[] = MODEL.readers.map(() => undefined);
+
 function pick(
   readings: readonly (UsageReading | undefined)[],
   key: keyof UsageReading,
 ): number | undefined {
-  for (const u of readings) if (u?.[key] !== undefined) return u[key];
+  for (let i = 0; i < readings.length; i++) {
+    const v = readings[i]?.[key];
+    if (v !== undefined) return v;
+  }
   return undefined;
+}
+
+/** Each reader's reading in an order into `out`; none for the readers not in `mask`. */
+function readingsInto<T>(
+  out: (T | undefined)[],
+  order: Order,
+  mask: number,
+  read: (r: ConventionReader) => T | undefined,
+): (T | undefined)[] {
+  for (let i = 0; i < order.readers.length; i++) {
+    out[i] =
+      (mask & (order.bits[i] as number)) === 0
+        ? undefined
+        : ask(order.readers[i] as ConventionReader, read);
+  }
+  return out;
 }
 
 /** Each reader's reading in an order; none for the readers not in `mask`. */
@@ -389,43 +417,47 @@ function readingsOf<T>(
   mask: number,
   read: (r: ConventionReader) => T | undefined,
 ): (T | undefined)[] {
-  const out: (T | undefined)[] = [];
-  for (let i = 0; i < order.readers.length; i++) {
-    out.push(
-      (mask & (order.bits[i] as number)) === 0
-        ? undefined
-        : ask(order.readers[i] as ConventionReader, read),
-    );
-  }
-  return out;
+  return readingsInto([], order, mask, read);
 }
 
 function usage(span: Span, mask: number): Usage | undefined {
-  const readings = readingsOf(USAGE, mask, (r) => r.usage?.(span));
-  const out: Usage = {};
+  const readings = readingsInto(USAGE_READINGS, USAGE, mask, (r) => r.usage?.(span));
   const input = pick(readings, 'inputTokens');
   const output = pick(readings, 'outputTokens');
-  const total = pick(readings, 'totalTokens');
+  let total = pick(readings, 'totalTokens');
+  if (total === undefined && input !== undefined && output !== undefined) {
+    if (Number.isFinite(input + output)) total = input + output;
+  }
+  let cost: number | undefined;
+  for (let i = 0; i < COST_AT.length && cost === undefined; i++) {
+    cost = readings[COST_AT[i] as number]?.costUsd;
+  }
+  readings.fill(undefined);
+  if (input === undefined && output === undefined && total === undefined && cost === undefined) {
+    return undefined;
+  }
+  // Keys in the order they were always written: the stored Record keeps them in this order.
+  const out: Usage = {};
   if (input !== undefined) out.inputTokens = input;
   if (output !== undefined) out.outputTokens = output;
   if (total !== undefined) out.totalTokens = total;
-  else if (input !== undefined && output !== undefined && Number.isFinite(input + output)) {
-    out.totalTokens = input + output;
-  }
-  const cost = pick(
-    COST_AT.map((i) => readings[i]),
-    'costUsd',
-  );
   if (cost !== undefined) out.costUsd = cost;
-  return Object.keys(out).length > 0 ? out : undefined;
+  return out;
 }
 
 /** The served model of any convention before any requested one (§10.3). */
 function model(span: Span, mask: number): { name: string; served: boolean } | undefined {
-  const readings = readingsOf(MODEL, mask, (r) => r.model?.(span));
-  const served = readings.find((m) => m?.response !== undefined)?.response;
+  const readings = readingsInto(MODEL_READINGS, MODEL, mask, (r) => r.model?.(span));
+  let served: string | undefined;
+  let requested: string | undefined;
+  for (let i = 0; i < readings.length && served === undefined; i++) {
+    const m = readings[i];
+    if (m === undefined) continue;
+    served = m.response;
+    requested ??= m.request;
+  }
+  readings.fill(undefined);
   if (served !== undefined) return { name: served, served: true };
-  const requested = readings.find((m) => m?.request !== undefined)?.request;
   return requested === undefined ? undefined : { name: requested, served: false };
 }
 
@@ -435,9 +467,12 @@ const LABEL_READERS = ALL.readers.reduce(
   0,
 );
 
+/** The labels of a span without any: one object for all of them (nothing writes to a reading). */
+const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 function labels(span: Span, mask: number): Record<string, string> {
   const direct = attributeLabels(span.attributes);
-  if ((mask & LABEL_READERS) === 0) return direct ?? {};
+  if ((mask & LABEL_READERS) === 0) return direct ?? NO_LABELS;
   // Most spans carry no label at all: look for the prefix once before asking the readers.
   let mentioned = direct !== undefined;
   for (const k in span.attributes) {
@@ -445,7 +480,7 @@ function labels(span: Span, mask: number): Record<string, string> {
     const v = span.attributes[k];
     mentioned = k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX));
   }
-  if (!mentioned) return {};
+  if (!mentioned) return NO_LABELS;
   const out: Record<string, string> = {};
   // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
   for (const v of readingsOf(ALL, mask, (r) => r.labels?.(span))) Object.assign(out, v);

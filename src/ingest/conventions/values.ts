@@ -1,4 +1,4 @@
-import type { Attributes, AttributeValue, Span } from '../../core/index.js';
+import type { Attributes, AttributeValue, Message, Span } from '../../core/index.js';
 
 /**
  * Value decoding shared by every convention reader (conventions reference §0.2): typed attribute
@@ -109,7 +109,12 @@ export function hasPrefix(span: Span, prefix: string): boolean {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-type Parsed = { ok: true; value: unknown } | { ok: false };
+/**
+ * A parse, and the messages read from it once asked (null: not messages): a message list resent
+ * by every model call of a trace is then read into messages once, like it is parsed once.
+ */
+export type JsonParse = { ok: true; value: unknown; messages: Message[] | null | undefined };
+type Parsed = JsonParse | { ok: false };
 
 /**
  * Parses made during one normalization, by text: frameworks repeat the whole message history on
@@ -140,7 +145,7 @@ export function tryParse(text: string): Parsed {
   }
   let out: Parsed;
   try {
-    out = { ok: true, value: JSON.parse(text) };
+    out = { ok: true, value: JSON.parse(text), messages: undefined };
   } catch {
     out = { ok: false };
   }
@@ -154,11 +159,17 @@ export function tryParse(text: string): Parsed {
  */
 export function sniffJson(value: unknown): unknown {
   if (typeof value !== 'string') return value;
+  const parsed = sniffParse(value);
+  return parsed === undefined ? value : parsed.value;
+}
+
+/** The parse `sniffJson` makes of a text; undefined when the text stays as it is. */
+export function sniffParse(value: string): JsonParse | undefined {
   const text = value.trim();
   const first = text[0];
-  if (first !== '{' && first !== '[') return value;
+  if (first !== '{' && first !== '[') return undefined;
   const parsed = tryParse(text);
-  return parsed.ok ? parsed.value : value;
+  return parsed.ok ? parsed : undefined;
 }
 
 /**
