@@ -378,8 +378,8 @@ const COST_AT = COST.readers.map((r) => USAGE.readers.indexOf(r));
 
 /**
  * The readings of the span being read, one slot per reader of USAGE (or MODEL), reused from span
- * to span: an array per span was a share of what normalization allocated. Filled and read
- * within one call, never across one (readers do not call back into precedence).
+ * to span: an array per span was a share of what normalization allocated. Every slot is written
+ * and then read within one call, never across one (readers do not call back into precedence).
  */
 const USAGE_READINGS: (UsageReading | undefined)[] = USAGE.readers.map(() => undefined);
 const MODEL_READINGS: (ModelReading | undefined)[] = MODEL.readers.map(() => undefined);
@@ -432,7 +432,6 @@ function usage(span: Span, mask: number): Usage | undefined {
   for (let i = 0; i < COST_AT.length && cost === undefined; i++) {
     cost = readings[COST_AT[i] as number]?.costUsd;
   }
-  readings.fill(undefined);
   if (input === undefined && output === undefined && total === undefined && cost === undefined) {
     return undefined;
   }
@@ -456,7 +455,6 @@ function model(span: Span, mask: number): { name: string; served: boolean } | un
     served = m.response;
     requested ??= m.request;
   }
-  readings.fill(undefined);
   if (served !== undefined) return { name: served, served: true };
   return requested === undefined ? undefined : { name: requested, served: false };
 }

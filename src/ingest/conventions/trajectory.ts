@@ -1,10 +1,12 @@
 import type { Dropped, Message, Span, Step, StepType, ToolCall, Usage } from '../../core/index.js';
 import { readSpan, type SpanReading } from './precedence.js';
+import type { SpanContext } from './reader.js';
 import {
   canonicalJson,
+  compareNanos,
   isoOf,
   jsonSafeAttributes,
-  nanos,
+  nanosText,
   rawArguments,
   tryParse,
 } from './values.js';
@@ -15,14 +17,32 @@ import {
  * instrumentations describe it, trajectory order, and tool ↔ call linking.
  */
 
-export interface SpanNode {
-  span: Span;
+/**
+ * A span in its trace's tree; also the context its readers are given (one object per span: a
+ * context object and a closure per span were a share of what normalization allocated).
+ */
+export class SpanNode implements SpanContext {
   parent?: SpanNode;
-  children: SpanNode[];
-  depth: number;
-  start: bigint;
-  end: bigint;
-  reading: SpanReading;
+  children: SpanNode[] = [];
+  depth = 0;
+  reading: SpanReading = undefined as unknown as SpanReading;
+  private below?: Span[];
+
+  constructor(
+    readonly span: Span,
+    /** Unix nanoseconds as `nanosText` ('0' when absent): compared with `compareNanos`. */
+    readonly start: string,
+    readonly end: string,
+  ) {}
+
+  get isRoot(): boolean {
+    return this.span.parentSpanId === '';
+  }
+
+  descendants(): readonly Span[] {
+    this.below ??= descendants(this).map((d) => d.span);
+    return this.below;
+  }
 }
 
 /** A step before it is written out; `node` is the span the step stands for. */
@@ -57,22 +77,21 @@ function buildTree(spans: readonly Span[]): SpanNode[] {
   for (const span of spans) {
     const seen = byId.get(span.spanId);
     // A span sent twice (client retry, or once open and once ended): keep the ended/later one.
-    if (!seen || (nanos(span.endTimeUnixNano) ?? 0n) >= (nanos(seen.endTimeUnixNano) ?? 0n)) {
+    if (
+      !seen ||
+      compareNanos(
+        nanosText(span.endTimeUnixNano) ?? '0',
+        nanosText(seen.endTimeUnixNano) ?? '0',
+      ) >= 0
+    ) {
       byId.set(span.spanId, span);
     }
   }
   const nodes = new Map<string, SpanNode>();
   for (const span of byId.values()) {
-    const start = nanos(span.startTimeUnixNano) ?? 0n;
-    const end = nanos(span.endTimeUnixNano) ?? 0n;
-    nodes.set(span.spanId, {
-      span,
-      children: [],
-      depth: 0,
-      start,
-      end: end >= start ? end : start,
-      reading: undefined as unknown as SpanReading,
-    });
+    const start = nanosText(span.startTimeUnixNano) ?? '0';
+    const end = nanosText(span.endTimeUnixNano) ?? '0';
+    nodes.set(span.spanId, new SpanNode(span, start, compareNanos(end, start) >= 0 ? end : start));
   }
   for (const node of nodes.values()) {
     const pid = node.span.parentSpanId;
@@ -117,14 +136,10 @@ function pickRoot(nodes: readonly SpanNode[]): SpanNode | undefined {
   roots.sort(
     (a, b) =>
       Number(b.reading.type === 'agent') - Number(a.reading.type === 'agent') ||
-      compareBig(a.start, b.start) ||
+      compareNanos(a.start, b.start) ||
       a.span.spanId.localeCompare(b.span.spanId),
   );
   return roots[0];
-}
-
-function compareBig(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function draft(node: SpanNode, type: StepType): StepDraft {
@@ -262,9 +277,9 @@ function collapseToolCalls(steps: Map<SpanNode, StepDraft>): void {
 function order(steps: StepDraft[]): StepDraft[] {
   return steps.sort(
     (a, b) =>
-      compareBig(a.node.start, b.node.start) ||
+      compareNanos(a.node.start, b.node.start) ||
       a.node.depth - b.node.depth ||
-      compareBig(a.node.end, b.node.end) ||
+      compareNanos(a.node.end, b.node.end) ||
       a.node.span.spanId.localeCompare(b.node.span.spanId),
   );
 }
@@ -417,16 +432,7 @@ export function droppedOf(span: Span): Dropped | undefined {
 /** Tree, root, and ordered step drafts of one trace's spans. */
 export function buildTrace(spans: readonly Span[]): TraceTree {
   const nodes = buildTree(spans);
-  for (const node of nodes) {
-    let all: Span[] | undefined;
-    node.reading = readSpan(node.span, {
-      isRoot: node.span.parentSpanId === '',
-      descendants: () => {
-        all ??= descendants(node).map((d) => d.span);
-        return all;
-      },
-    });
-  }
+  for (const node of nodes) node.reading = readSpan(node.span, node);
   const root = pickRoot(nodes);
   const steps = order(selectSteps(nodes, root));
   linkTools(steps);
