@@ -114,9 +114,11 @@ function byLastUse<T>(list: readonly T[]): T[] {
  */
 function labels(ordered: readonly SpanNode[], root: SpanNode | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  const resourceOrder = [...ordered].reverse();
-  if (root) resourceOrder.push(root);
-  for (const resource of byLastUse(resourceOrder.map((n) => n.span.resource))) {
+  const resources: Span['resource'][] = [];
+  for (let i = ordered.length - 1; i >= 0; i--)
+    resources.push((ordered[i] as SpanNode).span.resource);
+  if (root) resources.push(root.span.resource);
+  for (const resource of byLastUse(resources)) {
     // Under every prefix a label key holds the mark: the other attributes are not looked at.
     const marked: [string, unknown][] = [];
     for (const key in resource) if (key.includes(LABEL_PREFIX)) marked.push([key, resource[key]]);
@@ -125,7 +127,10 @@ function labels(ordered: readonly SpanNode[], root: SpanNode | undefined): Recor
       Object.assign(out, labelsFrom(marked, prefix, decodeJsonEncoded));
     }
   }
-  for (const n of [...ordered].reverse()) if (n !== root) Object.assign(out, n.reading.labels);
+  for (let i = ordered.length - 1; i >= 0; i--) {
+    const n = ordered[i] as SpanNode;
+    if (n !== root) Object.assign(out, n.reading.labels);
+  }
   if (root) Object.assign(out, root.reading.labels);
   return out;
 }

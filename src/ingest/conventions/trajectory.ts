@@ -219,9 +219,25 @@ function ancestorsOfType(
   return out;
 }
 
+/** The nearest step of a given type above a node that `accept` accepts. */
+function nearestOfType(
+  node: SpanNode,
+  steps: Map<SpanNode, StepDraft>,
+  type: StepType,
+  accept?: (s: StepDraft) => boolean,
+): StepDraft | undefined {
+  for (let up = node.parent; up; up = up.parent) {
+    const s = steps.get(up);
+    if (s?.type === type && (accept === undefined || accept(s))) return s;
+  }
+  return undefined;
+}
+
 /** §11.3: an llm step wrapping llm steps is the same call seen twice; keep the innermost. */
 function collapseModelCalls(steps: Map<SpanNode, StepDraft>): void {
   const llm = [...steps.values()].filter((s) => s.type === 'llm');
+  // Most traces have no model call inside another: nothing to collapse, nothing to gather.
+  if (!llm.some((s) => nearestOfType(s.node, steps, 'llm') !== undefined)) return;
   const above = new Map(llm.map((s) => [s, ancestorsOfType(s.node, steps, 'llm')]));
   const outers = new Set([...above.values()].flat());
   // For each wrapper: how many innermost calls it holds, and which.
@@ -255,7 +271,10 @@ function collapseToolCalls(steps: Map<SpanNode, StepDraft>): void {
   // Deepest first: each merges into its nearest matching tool ancestor, which merges upward later.
   tools.sort((a, b) => b.node.depth - a.node.depth);
   for (const inner of tools) {
-    const outer = ancestorsOfType(inner.node, steps, 'tool').find(
+    const outer = nearestOfType(
+      inner.node,
+      steps,
+      'tool',
       (a) =>
         (!!a.toolCallId && a.toolCallId === inner.toolCallId) ||
         (!!a.toolName && a.toolName === inner.toolName),

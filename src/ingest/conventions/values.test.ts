@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareNanos, durationMs, isoOf, nanosText } from './values.js';
+import { compareNanos, durationMs, isoOf, jsonSafe, nanosText, rawArguments } from './values.js';
 
 /** What isoOf answered when it divided a BigInt and called `Date#toISOString`. */
 function reference(text: string): string | undefined {
@@ -77,5 +77,25 @@ describe('nanosecond times as text', () => {
     expect(durationMs('9007199254740993000', '9007199254740993001')).toBe(0.000001);
     expect(durationMs('1732752000123456789', '1732752000000000000')).toBe(0);
     expect(durationMs('5', '5')).toBe(0);
+  });
+});
+
+describe('rawArguments of structured values', () => {
+  it('serializes as the JSON-safe copy does, whether or not the value is plain JSON', () => {
+    let deep: unknown = { leaf: 1 };
+    for (let i = 0; i < 70; i++) deep = { next: deep };
+    const values: unknown[] = [
+      { q: 'Lisbon hotels', n: 2, ok: true, none: null, list: [1, 'a', { b: [] }] },
+      [{ a: 1 }, [2, [3]]],
+      JSON.parse('{"__proto__": {"x": 1}, "y": 2}'),
+      { bytes: new Uint8Array([1, 2, 3]) },
+      { n: Number.NaN, inf: [Number.POSITIVE_INFINITY] },
+      { big: 10n },
+      { gone: undefined, list: [undefined] },
+      { at: new Date(0) },
+      Object.assign(Object.create(null), { a: 1 }),
+      deep,
+    ];
+    for (const v of values) expect(rawArguments(v)).toBe(JSON.stringify(jsonSafe(v)));
   });
 });

@@ -215,7 +215,28 @@ export function rawArguments(value: unknown): string | undefined {
     }
     return value;
   }
-  return JSON.stringify(jsonSafe(value));
+  return JSON.stringify(isPlainJson(value, 0) ? value : jsonSafe(value));
+}
+
+/**
+ * Whether `jsonSafe` would give back an equal copy (plain JSON data, as parsed, not too deep):
+ * such a value is serialized as it is instead of copied first.
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  if (depth > 64) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object') return false;
+  if (Array.isArray(value)) {
+    for (const v of value) if (!isPlainJson(v, depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const object = value as JsonObject;
+  // A copy loses an own `__proto__` key (assigning it sets the prototype): copy those.
+  for (const k in object) if (k === '__proto__' || !isPlainJson(object[k], depth + 1)) return false;
+  return true;
 }
 
 /** JSON with object keys sorted at every level, so equal values serialize equally. */
