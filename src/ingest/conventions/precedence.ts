@@ -129,8 +129,8 @@ export interface SpanReading {
   type: StepType;
   /** An evaluation inside the trace (OpenInference EVALUATOR, …). */
   evaluator: boolean;
-  /** Readers that recognised the span. */
-  conventions: string[];
+  /** Readers that recognised the span (a list shared by the spans of the same readers). */
+  conventions: readonly string[];
   /** The span itself failed (status ERROR, or an exception event on a span not marked OK). */
   failed: boolean;
   session?: string;
@@ -537,14 +537,24 @@ function readContent(span: Span, type: StepType, mask: number): SpanContent {
   return content;
 }
 
-function conventionsOf(span: Span, mask: number): string[] {
-  const out: string[] = [];
+/** The names of the readers in a mask, one frozen list per mask (a span's are never changed). */
+const NAMES_OF = new Map<number, readonly string[]>();
+
+function conventionsOf(span: Span, mask: number): readonly string[] {
+  let detected = 0;
   const detect = (r: ConventionReader) => r.detect(span);
   for (let i = 0; i < ALL.readers.length; i++) {
-    const r = ALL.readers[i] as ConventionReader;
-    if ((mask & (ALL.bits[i] as number)) !== 0 && ask(r, detect)) out.push(r.name);
+    const bit = ALL.bits[i] as number;
+    if ((mask & bit) !== 0 && ask(ALL.readers[i] as ConventionReader, detect)) detected |= bit;
   }
-  return out;
+  let names = NAMES_OF.get(detected);
+  if (names === undefined) {
+    names = Object.freeze(
+      ALL.readers.filter((_, i) => (detected & (ALL.bits[i] as number)) !== 0).map((r) => r.name),
+    );
+    NAMES_OF.set(detected, names);
+  }
+  return names;
 }
 
 /** Reads one span: every Step field by the precedence of §10. Never throws. */

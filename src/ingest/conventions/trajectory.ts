@@ -144,24 +144,26 @@ function pickRoot(nodes: readonly SpanNode[]): SpanNode | undefined {
 
 function draft(node: SpanNode, type: StepType): StepDraft {
   const c = node.reading.content();
-  const d: StepDraft = { node, type, name: c.name, error: c.error };
-  if (c.model) {
-    d.model = c.model;
-    d.modelServed = c.modelServed === true;
-  }
-  if (c.usage) d.usage = { ...c.usage };
-  if (type === 'tool') {
-    const t = c.tool ?? {};
-    d.toolName = t.name;
-    d.toolCallId = t.id;
-    d.toolArguments = t.arguments;
-    d.toolResult = t.result;
-    d.toolResultPresent = t.resultPresent === true;
-  } else {
-    if (c.input !== undefined) d.input = c.input;
-    if (c.output !== undefined) d.output = c.output;
-  }
-  return d;
+  const tool = type === 'tool';
+  const t = tool ? (c.tool ?? {}) : undefined;
+  // Every field in the literal, so every draft has one shape. The usage object is the content's:
+  // nothing writes to either (a wrapper's usage is merged into a new object).
+  return {
+    node,
+    type,
+    name: c.name,
+    model: c.model || undefined,
+    modelServed: c.model ? c.modelServed === true : undefined,
+    input: tool ? undefined : c.input,
+    output: tool ? undefined : c.output,
+    usage: c.usage,
+    error: c.error,
+    toolCallId: t?.id,
+    toolName: t?.name,
+    toolArguments: t?.arguments,
+    toolResult: t?.result,
+    toolResultPresent: t ? t.resultPresent === true : undefined,
+  };
 }
 
 const LEAF_TYPES = new Set<StepType>(['llm', 'tool', 'retrieval', 'embedding', 'guardrail']);
