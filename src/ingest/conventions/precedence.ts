@@ -141,14 +141,26 @@ export interface SpanReading {
   content(): SpanContent;
 }
 
+/** The reader methods asked about a span, each with the span and at most one more argument. */
+type Method = Exclude<keyof ConventionReader, 'name' | 'reads'>;
+/** What a method answers, when it answers. */
+type Answer<M extends Method> = NonNullable<ReturnType<NonNullable<ConventionReader[M]>>>;
+
 /**
- * A reader's answer; a reader that throws on garbage is treated as silent. Callers make `read`
- * once per field, not once per reader: a closure per reader call was the largest share of what
- * normalization allocated.
+ * A reader's answer; a reader that throws on garbage is treated as silent. The method is named,
+ * not wrapped in a closure: a closure per field and span was a share of what normalization
+ * allocated.
  */
-function ask<T>(r: ConventionReader, read: (r: ConventionReader) => T | undefined): T | undefined {
+function ask<M extends Method>(
+  r: ConventionReader,
+  method: M,
+  span: Span,
+  arg?: unknown,
+): Answer<M> | undefined {
+  const fn = r[method] as ((span: Span, arg?: unknown) => Answer<M> | undefined) | undefined;
+  if (fn === undefined) return undefined;
   try {
-    return read(r);
+    return fn.call(r, span, arg);
   } catch {
     return undefined;
   }
@@ -158,15 +170,17 @@ function ask<T>(r: ConventionReader, read: (r: ConventionReader) => T | undefine
  * The first answer in a precedence order, asking only the readers in `mask` (those that may say
  * anything about the span, `readersOf`).
  */
-function first<T>(
+function first<M extends Method>(
   order: Order,
   mask: number,
-  read: (r: ConventionReader) => T | undefined,
-): T | undefined {
+  method: M,
+  span: Span,
+  arg?: unknown,
+): Answer<M> | undefined {
   const { readers, bits } = order;
   for (let i = 0; i < readers.length; i++) {
     if ((mask & (bits[i] as number)) === 0) continue;
-    const v = ask(readers[i] as ConventionReader, read);
+    const v = ask(readers[i] as ConventionReader, method, span, arg);
     if (v !== undefined) return v;
   }
   return undefined;
@@ -220,12 +234,10 @@ function stepType(
   let reading =
     (mask & TYPE_EXPLICIT.any) === 0
       ? undefined
-      : first(TYPE_EXPLICIT, mask, (r) => r.stepType?.(span, ctx));
+      : first(TYPE_EXPLICIT, mask, 'stepType', span, ctx);
   if (!reading) {
     const implied =
-      (mask & TYPE_IMPLIED.any) === 0
-        ? undefined
-        : first(TYPE_IMPLIED, mask, (r) => r.impliedType?.(span));
+      (mask & TYPE_IMPLIED.any) === 0 ? undefined : first(TYPE_IMPLIED, mask, 'impliedType', span);
     reading = { type: implied ?? 'generic' };
   }
   let type = reading.type;
@@ -309,10 +321,9 @@ export function textView(value: unknown, side: 'input' | 'output'): unknown {
 function messages(span: Span, mask: number): MessagesReading {
   let input: Message[] | undefined;
   let output: Message[] | undefined;
-  const read = (r: ConventionReader) => r.messages?.(span);
   for (let i = 0; i < MESSAGES.readers.length; i++) {
     if ((mask & (MESSAGES.bits[i] as number)) === 0) continue;
-    const m = ask(MESSAGES.readers[i] as ConventionReader, read);
+    const m = ask(MESSAGES.readers[i] as ConventionReader, 'messages', span);
     if (!m) continue;
     if (!input && m.input && m.input.length > 0) input = m.input;
     if (!output && m.output && m.output.length > 0) output = m.output;
@@ -323,10 +334,9 @@ function messages(span: Span, mask: number): MessagesReading {
 
 function io(span: Span, type: StepType, mask: number): IoReading {
   const out: IoReading = {};
-  const read = (r: ConventionReader) => r.io?.(span, type);
   for (let i = 0; i < IO.readers.length; i++) {
     if ((mask & (IO.bits[i] as number)) === 0) continue;
-    const v = ask(IO.readers[i] as ConventionReader, read);
+    const v = ask(IO.readers[i] as ConventionReader, 'io', span, type);
     if (!v) continue;
     if (out.input === undefined && v.input !== undefined) out.input = v.input;
     if (out.output === undefined && v.output !== undefined) out.output = v.output;
@@ -350,10 +360,9 @@ function isDeclaredSchema(span: Span, args: string): boolean {
 
 function toolCall(span: Span, mask: number): ToolCallReading {
   const out: ToolCallReading = {};
-  const read = (r: ConventionReader) => r.toolCall?.(span);
   for (let i = 0; i < TOOL.readers.length; i++) {
     if ((mask & (TOOL.bits[i] as number)) === 0) continue;
-    const t = ask(TOOL.readers[i] as ConventionReader, read);
+    const t = ask(TOOL.readers[i] as ConventionReader, 'toolCall', span);
     if (!t) continue;
     out.name ??= t.name;
     out.id ??= t.id;
@@ -396,32 +405,34 @@ function pick(
 }
 
 /** Each reader's reading in an order into `out`; none for the readers not in `mask`. */
-function readingsInto<T>(
-  out: (T | undefined)[],
+function readingsInto<M extends Method>(
+  out: (Answer<M> | undefined)[],
   order: Order,
   mask: number,
-  read: (r: ConventionReader) => T | undefined,
-): (T | undefined)[] {
+  method: M,
+  span: Span,
+): (Answer<M> | undefined)[] {
   for (let i = 0; i < order.readers.length; i++) {
     out[i] =
       (mask & (order.bits[i] as number)) === 0
         ? undefined
-        : ask(order.readers[i] as ConventionReader, read);
+        : ask(order.readers[i] as ConventionReader, method, span);
   }
   return out;
 }
 
 /** Each reader's reading in an order; none for the readers not in `mask`. */
-function readingsOf<T>(
+function readingsOf<M extends Method>(
   order: Order,
   mask: number,
-  read: (r: ConventionReader) => T | undefined,
-): (T | undefined)[] {
-  return readingsInto([], order, mask, read);
+  method: M,
+  span: Span,
+): (Answer<M> | undefined)[] {
+  return readingsInto([], order, mask, method, span);
 }
 
 function usage(span: Span, mask: number): Usage | undefined {
-  const readings = readingsInto(USAGE_READINGS, USAGE, mask, (r) => r.usage?.(span));
+  const readings = readingsInto(USAGE_READINGS, USAGE, mask, 'usage', span);
   const input = pick(readings, 'inputTokens');
   const output = pick(readings, 'outputTokens');
   let total = pick(readings, 'totalTokens');
@@ -446,7 +457,7 @@ function usage(span: Span, mask: number): Usage | undefined {
 
 /** The served model of any convention before any requested one (§10.3). */
 function model(span: Span, mask: number): { name: string; served: boolean } | undefined {
-  const readings = readingsInto(MODEL_READINGS, MODEL, mask, (r) => r.model?.(span));
+  const readings = readingsInto(MODEL_READINGS, MODEL, mask, 'model', span);
   let served: string | undefined;
   let requested: string | undefined;
   for (let i = 0; i < readings.length && served === undefined; i++) {
@@ -481,7 +492,7 @@ function labels(span: Span, mask: number): Record<string, string> {
   if (!mentioned) return NO_LABELS;
   const out: Record<string, string> = {};
   // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
-  for (const v of readingsOf(ALL, mask, (r) => r.labels?.(span))) Object.assign(out, v);
+  for (const v of readingsOf(ALL, mask, 'labels', span)) Object.assign(out, v);
   return Object.assign(out, direct);
 }
 
@@ -489,8 +500,8 @@ function readContent(span: Span, type: StepType, mask: number): SpanContent {
   const content: SpanContent = { name: span.name, error: '' };
   const named =
     type === 'tool' || type === 'agent' || type === 'guardrail'
-      ? first(NAME, mask, (r) => r.stepName?.(span, type))
-      : first(RENDERED_NAME, mask, (r) => r.stepName?.(span, type));
+      ? first(NAME, mask, 'stepName', span, type)
+      : first(RENDERED_NAME, mask, 'stepName', span, type);
   if (named) content.name = named;
 
   if (type === 'llm' || type === 'embedding') {
@@ -532,7 +543,7 @@ function readContent(span: Span, type: StepType, mask: number): SpanContent {
   content.error =
     spanError(span) ||
     content.tool?.error ||
-    ((mask & ERROR.any) === 0 ? undefined : first(ERROR, mask, (r) => r.error?.(span))) ||
+    ((mask & ERROR.any) === 0 ? undefined : first(ERROR, mask, 'error', span)) ||
     '';
   return content;
 }
@@ -542,10 +553,10 @@ const NAMES_OF = new Map<number, readonly string[]>();
 
 function conventionsOf(span: Span, mask: number): readonly string[] {
   let detected = 0;
-  const detect = (r: ConventionReader) => r.detect(span);
   for (let i = 0; i < ALL.readers.length; i++) {
     const bit = ALL.bits[i] as number;
-    if ((mask & bit) !== 0 && ask(ALL.readers[i] as ConventionReader, detect)) detected |= bit;
+    if ((mask & bit) !== 0 && ask(ALL.readers[i] as ConventionReader, 'detect', span))
+      detected |= bit;
   }
   let names = NAMES_OF.get(detected);
   if (names === undefined) {
@@ -570,11 +581,9 @@ export function readSpan(span: Span, ctx: SpanContext): SpanReading {
     conventions: conventionsOf(span, mask),
     failed: spanError(span) !== '',
     labels: labels(span, mask),
-    session:
-      (mask & SESSION.any) === 0 ? undefined : first(SESSION, mask, (r) => r.session?.(span)),
-    user: (mask & USER.any) === 0 ? undefined : first(USER, mask, (r) => r.user?.(span)),
-    traceIo:
-      (mask & TRACE_IO.any) === 0 ? undefined : first(TRACE_IO, mask, (r) => r.traceIo?.(span)),
+    session: (mask & SESSION.any) === 0 ? undefined : first(SESSION, mask, 'session', span),
+    user: (mask & USER.any) === 0 ? undefined : first(USER, mask, 'user', span),
+    traceIo: (mask & TRACE_IO.any) === 0 ? undefined : first(TRACE_IO, mask, 'traceIo', span),
     content: () => {
       content ??= readContent(span, type, mask);
       return content;
