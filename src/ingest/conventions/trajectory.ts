@@ -17,13 +17,17 @@ import {
  * instrumentations describe it, trajectory order, and tool ↔ call linking.
  */
 
+/** The children of every leaf: never written to (a node gets its own list for its first child). */
+const NO_CHILDREN: SpanNode[] = [];
+
 /**
  * A span in its trace's tree; also the context its readers are given (one object per span: a
  * context object and a closure per span were a share of what normalization allocated).
  */
 export class SpanNode implements SpanContext {
   parent?: SpanNode;
-  children: SpanNode[] = [];
+  /** NO_CHILDREN until one is linked (most spans are leaves). */
+  children: SpanNode[] = NO_CHILDREN;
   depth = 0;
   reading: SpanReading = undefined as unknown as SpanReading;
   private below?: Span[];
@@ -73,22 +77,19 @@ export interface TraceTree {
 
 /** Nodes with a parent link (a parent not in the trace is a temporary root), cycles cut. */
 function buildTree(spans: readonly Span[]): SpanNode[] {
-  const byId = new Map<string, Span>();
+  const nodes = new Map<string, SpanNode>();
   for (const span of spans) {
-    const seen = byId.get(span.spanId);
+    const seen = nodes.get(span.spanId);
     // A span sent twice (client retry, or once open and once ended): keep the ended/later one.
     if (
-      !seen ||
+      seen &&
       compareNanos(
         nanosText(span.endTimeUnixNano) ?? '0',
-        nanosText(seen.endTimeUnixNano) ?? '0',
-      ) >= 0
+        nanosText(seen.span.endTimeUnixNano) ?? '0',
+      ) < 0
     ) {
-      byId.set(span.spanId, span);
+      continue;
     }
-  }
-  const nodes = new Map<string, SpanNode>();
-  for (const span of byId.values()) {
     const start = nanosText(span.startTimeUnixNano) ?? '0';
     const end = nanosText(span.endTimeUnixNano) ?? '0';
     nodes.set(span.spanId, new SpanNode(span, start, compareNanos(end, start) >= 0 ? end : start));
@@ -108,6 +109,7 @@ function buildTree(spans: readonly Span[]): SpanNode[] {
     }
     if (cycle) continue;
     node.parent = parent;
+    if (parent.children === NO_CHILDREN) parent.children = [];
     parent.children.push(node);
   }
   const list = [...nodes.values()];
