@@ -333,7 +333,7 @@ function linkTools(steps: StepDraft[]): void {
     for (let j = i - 1; j >= 0 && !call; j--) {
       const llm = steps[j] as StepDraft;
       if (llm.type !== 'llm') continue;
-      const calls = toolCallsOf(llm.output).filter((c) => !used.has(c));
+      const calls = unusedCallsOf(llm.output, used);
       if (calls.length === 0) continue;
       call = matchCall(tool, calls);
       // Only the nearest llm step with tool calls answers for calls without an id.
@@ -355,9 +355,15 @@ function linkTools(steps: StepDraft[]): void {
   }
 }
 
-function toolCallsOf(output: unknown): ToolCall[] {
-  if (!Array.isArray(output)) return [];
-  return (output as Message[]).flatMap((m) => (m && Array.isArray(m.toolCalls) ? m.toolCalls : []));
+/** The tool calls of a model call's output messages not yet linked to a tool step. */
+function unusedCallsOf(output: unknown, used: ReadonlySet<ToolCall>): ToolCall[] {
+  const out: ToolCall[] = [];
+  if (!Array.isArray(output)) return out;
+  for (const m of output as Message[]) {
+    if (!m || !Array.isArray(m.toolCalls)) continue;
+    for (const c of m.toolCalls) if (!used.has(c)) out.push(c);
+  }
+  return out;
 }
 
 function matchCall(tool: StepDraft, calls: ToolCall[]): ToolCall | undefined {
