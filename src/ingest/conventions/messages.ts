@@ -52,6 +52,20 @@ interface Blocks {
   results: Message[] | undefined;
 }
 
+/** A list with one more item: made on the first one. */
+function add<T>(list: T[] | undefined, item: T): T[] {
+  if (list === undefined) return [item];
+  list.push(item);
+  return list;
+}
+
+function addAll<T>(list: T[] | undefined, items: readonly T[]): T[] | undefined {
+  if (items.length === 0) return list;
+  if (list === undefined) return [...items];
+  list.push(...items);
+  return list;
+}
+
 function toolCall(id: unknown, name: unknown, args: unknown): ToolCall | undefined {
   const n = asString(name);
   if (n === undefined) return undefined;
@@ -103,7 +117,7 @@ function readBlocks(content: unknown): Blocks {
   const list = Array.isArray(content) ? content : [content];
   for (const part of list) {
     if (typeof part === 'string') {
-      (blocks.text ??= []).push(part);
+      blocks.text = add(blocks.text, part);
       continue;
     }
     if (!isObject(part)) continue;
@@ -113,8 +127,8 @@ function readBlocks(content: unknown): Blocks {
       case 'input_text':
       case 'output_text': {
         const text = asString(part.text) ?? asString(part.content);
-        if (text !== undefined) (blocks.text ??= []).push(text);
-        else if (part.text === '' || part.content === '') (blocks.text ??= []).push('');
+        if (text !== undefined) blocks.text = add(blocks.text, text);
+        else if (part.text === '' || part.content === '') blocks.text = add(blocks.text, '');
         break;
       }
       case 'tool_call':
@@ -126,12 +140,13 @@ function readBlocks(content: unknown): Blocks {
           part.name ?? part.toolName,
           part.arguments ?? part.input ?? part.args,
         );
-        if (call) (blocks.toolCalls ??= []).push(call);
+        if (call) blocks.toolCalls = add(blocks.toolCalls, call);
         break;
       }
       case 'tool_call_response':
       case 'function_call_output':
-        (blocks.results ??= []).push(
+        blocks.results = add(
+          blocks.results,
           toolResult(
             part.id ?? part.call_id,
             part.response ?? part.result ?? part.output,
@@ -140,12 +155,14 @@ function readBlocks(content: unknown): Blocks {
         );
         break;
       case 'tool_result':
-        (blocks.results ??= []).push(
+        blocks.results = add(
+          blocks.results,
           toolResult(part.tool_use_id ?? part.id, toolResultContent(part.content)),
         );
         break;
       case 'tool-result':
-        (blocks.results ??= []).push(
+        blocks.results = add(
+          blocks.results,
           toolResult(part.toolCallId, vercelOutput(part), part.toolName),
         );
         break;
@@ -159,16 +176,16 @@ function readBlocks(content: unknown): Blocks {
         const fr = part.function_response ?? part.functionResponse;
         if (isObject(fc)) {
           const call = toolCall(fc.id, fc.name, fc.args ?? fc.arguments);
-          if (call) (blocks.toolCalls ??= []).push(call);
+          if (call) blocks.toolCalls = add(blocks.toolCalls, call);
         } else if (isObject(fr)) {
-          (blocks.results ??= []).push(toolResult(fr.id, fr.response, fr.name));
+          blocks.results = add(blocks.results, toolResult(fr.id, fr.response, fr.name));
         } else if (typeof part.text === 'string') {
-          if (part.thought !== true) (blocks.text ??= []).push(part.text);
-        } else (blocks.others ??= []).push(part);
+          if (part.thought !== true) blocks.text = add(blocks.text, part.text);
+        } else blocks.others = add(blocks.others, part);
         break;
       }
       default:
-        (blocks.others ??= []).push(part);
+        blocks.others = add(blocks.others, part);
     }
   }
   return blocks;
@@ -243,10 +260,10 @@ function readMessage(value: unknown): Message[] | undefined {
     // A JSON object as the content (a structured tool result) is the content, not a part.
     const whole = isObject(content) && typeof content.type !== 'string';
     const blocks = readBlocks(whole || content === null || content === undefined ? [] : content);
-    (blocks.toolCalls ??= []).push(...openAiToolCalls(value.tool_calls));
+    blocks.toolCalls = addAll(blocks.toolCalls, openAiToolCalls(value.tool_calls));
     if (isObject(value.function_call)) {
       const call = toolCall(undefined, value.function_call.name, value.function_call.arguments);
-      if (call) (blocks.toolCalls ??= []).push(call);
+      if (call) blocks.toolCalls = add(blocks.toolCalls, call);
     }
     const toolCallId = asString(value.tool_call_id)?.trim() ?? asString(value.toolCallId)?.trim();
     const out = build(role, blocks, { name: asString(value.name), toolCallId });
@@ -270,7 +287,7 @@ function langChain(role: string, data: JsonObject): Message[] {
   const calls = openAiToolCalls(data.tool_calls);
   const extra = isObject(data.additional_kwargs) ? data.additional_kwargs : undefined;
   if (calls.length === 0 && extra) calls.push(...openAiToolCalls(extra.tool_calls));
-  (blocks.toolCalls ??= []).push(...calls);
+  blocks.toolCalls = addAll(blocks.toolCalls, calls);
   return build(r, blocks, {
     name: asString(data.name),
     toolCallId: asString(data.tool_call_id)?.trim(),
