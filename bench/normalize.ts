@@ -4,8 +4,13 @@
  * chunk's JSON). Prints µs per span (median of rounds), wall clock and the process's CPU time (on
  * a shared, loaded machine the CPU time is the steadier figure), with the load average; with
  * BENCH_CPU_PROFILE=<path> also writes a V8 CPU profile of the timed rounds.
- * Budget (issue 24: normalization several times cheaper): was 32–39 µs per span warm; the
- * figures since are in docs/performance.md "Normalization".
+ * Budget (issue 24: normalization several times cheaper): was 32–39 µs per span warm at load
+ * 11–18. In one sitting at load 3 (CPU, medians of 5 runs), the issue's build (c74b632) 16.6 µs,
+ * now 5.2 µs: 3.2 times cheaper, 18.2 → 4.1 KB allocated per span; docs/performance.md
+ * "Normalization" has the figures. Run it as `dist/` runs (tsx adds a wrapper per nested function):
+ * `npx esbuild bench/normalize.ts --bundle --platform=node --format=esm --target=node22
+ * --packages=external --outfile=<dir>/normalize.mjs`, `<dir>` holding a node_modules link, then
+ * `node -e "import('<dir>/normalize.mjs').then((m) => m.main())"`.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';

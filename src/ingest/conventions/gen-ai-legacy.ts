@@ -134,7 +134,10 @@ export const genAiLegacy: ConventionReader = {
     ],
     prefixes: [],
     // The messages are span events.
-    without: (span) => span.events.some((e) => EVENT_NAMES.has(e.name)),
+    without: (span) => {
+      for (const e of span.events) if (EVENT_NAMES.has(e.name)) return true;
+      return false;
+    },
   },
 
   detect(span) {

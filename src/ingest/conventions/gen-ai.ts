@@ -15,6 +15,7 @@ import {
   parseAnyJson,
   rawArguments,
   sniffJson,
+  sniffParse,
   unwrapEnvelope,
 } from './values.js';
 
@@ -47,19 +48,31 @@ const NOT_SPECIFIED = '<not specified>';
 
 /** Messages from the three GenAI message attributes of an attribute map (span or event). */
 export function genAiMessages(attributes: Attributes): MessagesReading | undefined {
-  const input = jsonValue(attributes['gen_ai.input.messages']);
-  const output = jsonValue(attributes['gen_ai.output.messages']);
   const system = jsonValue(attributes['gen_ai.system_instructions']);
   const out: MessagesReading = {};
   const inMessages: Message[] = [];
   if (system !== undefined && system !== '')
     inMessages.push(...messagesFromParts('system', system));
-  const read = readMessages(input);
+  const read = messagesOf(attributes['gen_ai.input.messages']);
   if (read) inMessages.push(...read);
   if (inMessages.length > 0) out.input = inMessages;
-  const outMessages = readMessages(output);
-  if (outMessages) out.output = outMessages;
+  const outMessages = messagesOf(attributes['gen_ai.output.messages']);
+  // A list of its own per step: the messages in it may be shared with other steps.
+  if (outMessages) out.output = outMessages.slice();
   return out.input || out.output ? out : undefined;
+}
+
+/**
+ * The messages of a GenAI message attribute. Those of a JSON text are read once per
+ * normalization and kept with its parse: model calls resend the conversation so far, and the
+ * messages were read again for every call (nothing writes to a Message once read).
+ */
+function messagesOf(value: unknown): Message[] | undefined {
+  if (typeof value !== 'string') return readMessages(jsonValue(value));
+  const parsed = sniffParse(value);
+  if (parsed === undefined) return readMessages(value);
+  if (parsed.messages === undefined) parsed.messages = readMessages(parsed.value) ?? null;
+  return parsed.messages ?? undefined;
 }
 
 function jsonValue(value: unknown): unknown {

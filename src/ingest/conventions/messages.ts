@@ -44,11 +44,26 @@ const TUPLE_ROLES: Record<string, string> = {
   developer: 'developer',
 };
 
+/** The parts of one message by kind; a list is made only for a kind the message has. */
 interface Blocks {
-  text: string[];
-  others: unknown[];
-  toolCalls: ToolCall[];
-  results: Message[];
+  text: string[] | undefined;
+  others: unknown[] | undefined;
+  toolCalls: ToolCall[] | undefined;
+  results: Message[] | undefined;
+}
+
+/** A list with one more item: made on the first one. */
+function add<T>(list: T[] | undefined, item: T): T[] {
+  if (list === undefined) return [item];
+  list.push(item);
+  return list;
+}
+
+function addAll<T>(list: T[] | undefined, items: readonly T[]): T[] | undefined {
+  if (items.length === 0) return list;
+  if (list === undefined) return [...items];
+  list.push(...items);
+  return list;
 }
 
 function toolCall(id: unknown, name: unknown, args: unknown): ToolCall | undefined {
@@ -93,11 +108,16 @@ function openAiToolCalls(list: unknown): ToolCall[] {
 }
 
 function readBlocks(content: unknown): Blocks {
-  const blocks: Blocks = { text: [], others: [], toolCalls: [], results: [] };
+  const blocks: Blocks = {
+    text: undefined,
+    others: undefined,
+    toolCalls: undefined,
+    results: undefined,
+  };
   const list = Array.isArray(content) ? content : [content];
   for (const part of list) {
     if (typeof part === 'string') {
-      blocks.text.push(part);
+      blocks.text = add(blocks.text, part);
       continue;
     }
     if (!isObject(part)) continue;
@@ -107,8 +127,8 @@ function readBlocks(content: unknown): Blocks {
       case 'input_text':
       case 'output_text': {
         const text = asString(part.text) ?? asString(part.content);
-        if (text !== undefined) blocks.text.push(text);
-        else if (part.text === '' || part.content === '') blocks.text.push('');
+        if (text !== undefined) blocks.text = add(blocks.text, text);
+        else if (part.text === '' || part.content === '') blocks.text = add(blocks.text, '');
         break;
       }
       case 'tool_call':
@@ -120,12 +140,13 @@ function readBlocks(content: unknown): Blocks {
           part.name ?? part.toolName,
           part.arguments ?? part.input ?? part.args,
         );
-        if (call) blocks.toolCalls.push(call);
+        if (call) blocks.toolCalls = add(blocks.toolCalls, call);
         break;
       }
       case 'tool_call_response':
       case 'function_call_output':
-        blocks.results.push(
+        blocks.results = add(
+          blocks.results,
           toolResult(
             part.id ?? part.call_id,
             part.response ?? part.result ?? part.output,
@@ -134,12 +155,16 @@ function readBlocks(content: unknown): Blocks {
         );
         break;
       case 'tool_result':
-        blocks.results.push(
+        blocks.results = add(
+          blocks.results,
           toolResult(part.tool_use_id ?? part.id, toolResultContent(part.content)),
         );
         break;
       case 'tool-result':
-        blocks.results.push(toolResult(part.toolCallId, vercelOutput(part), part.toolName));
+        blocks.results = add(
+          blocks.results,
+          toolResult(part.toolCallId, vercelOutput(part), part.toolName),
+        );
         break;
       case 'reasoning':
       case 'thinking':
@@ -151,16 +176,16 @@ function readBlocks(content: unknown): Blocks {
         const fr = part.function_response ?? part.functionResponse;
         if (isObject(fc)) {
           const call = toolCall(fc.id, fc.name, fc.args ?? fc.arguments);
-          if (call) blocks.toolCalls.push(call);
+          if (call) blocks.toolCalls = add(blocks.toolCalls, call);
         } else if (isObject(fr)) {
-          blocks.results.push(toolResult(fr.id, fr.response, fr.name));
+          blocks.results = add(blocks.results, toolResult(fr.id, fr.response, fr.name));
         } else if (typeof part.text === 'string') {
-          if (part.thought !== true) blocks.text.push(part.text);
-        } else blocks.others.push(part);
+          if (part.thought !== true) blocks.text = add(blocks.text, part.text);
+        } else blocks.others = add(blocks.others, part);
         break;
       }
       default:
-        blocks.others.push(part);
+        blocks.others = add(blocks.others, part);
     }
   }
   return blocks;
@@ -175,19 +200,23 @@ function toolResultContent(content: unknown): unknown {
 }
 
 function build(role: string, blocks: Blocks, extra: Partial<Message>): Message[] {
-  const out: Message[] = [...blocks.results];
-  const hasText = blocks.text.length > 0;
-  const hasOther = blocks.others.length > 0;
-  if (!hasText && !hasOther && blocks.toolCalls.length === 0 && out.length > 0) return out;
+  // The results list is this message's own: the built messages are added to it.
+  const out: Message[] = blocks.results ?? [];
+  const text = blocks.text;
+  const calls = blocks.toolCalls;
+  const hasText = text !== undefined && text.length > 0;
+  const hasOther = blocks.others !== undefined && blocks.others.length > 0;
+  const hasCalls = calls !== undefined && calls.length > 0;
+  if (!hasText && !hasOther && !hasCalls && out.length > 0) return out;
   const m: Message = { role };
   if (hasOther) {
-    m.content = [...blocks.text.map((text) => ({ type: 'text', text })), ...blocks.others];
+    m.content = [...(text ?? []).map((t) => ({ type: 'text', text: t })), ...(blocks.others ?? [])];
   } else if (hasText) {
-    const text = blocks.text.join('');
+    const joined = text.length === 1 ? (text[0] as string) : text.join('');
     // An empty text next to tool calls is the "no text" of a tool-calling turn.
-    if (text !== '' || blocks.toolCalls.length === 0) m.content = text;
+    if (joined !== '' || !hasCalls) m.content = joined;
   }
-  if (blocks.toolCalls.length > 0) m.toolCalls = blocks.toolCalls;
+  if (hasCalls) m.toolCalls = calls;
   if (extra.name) m.name = extra.name;
   if (extra.toolCallId) m.toolCallId = extra.toolCallId;
   if (role === 'tool' && typeof m.content === 'string') m.content = sniffJson(m.content);
@@ -231,10 +260,10 @@ function readMessage(value: unknown): Message[] | undefined {
     // A JSON object as the content (a structured tool result) is the content, not a part.
     const whole = isObject(content) && typeof content.type !== 'string';
     const blocks = readBlocks(whole || content === null || content === undefined ? [] : content);
-    blocks.toolCalls.push(...openAiToolCalls(value.tool_calls));
+    blocks.toolCalls = addAll(blocks.toolCalls, openAiToolCalls(value.tool_calls));
     if (isObject(value.function_call)) {
       const call = toolCall(undefined, value.function_call.name, value.function_call.arguments);
-      if (call) blocks.toolCalls.push(call);
+      if (call) blocks.toolCalls = add(blocks.toolCalls, call);
     }
     const toolCallId = asString(value.tool_call_id)?.trim() ?? asString(value.toolCallId)?.trim();
     const out = build(role, blocks, { name: asString(value.name), toolCallId });
@@ -254,11 +283,11 @@ function readMessage(value: unknown): Message[] | undefined {
 function langChain(role: string, data: JsonObject): Message[] {
   const r = role === 'chat' ? (asString(data.role) ?? 'user') : role;
   const blocks = readBlocks(data.content ?? []);
-  if (data.content === null || data.content === undefined) blocks.text = [];
+  if (data.content === null || data.content === undefined) blocks.text = undefined;
   const calls = openAiToolCalls(data.tool_calls);
   const extra = isObject(data.additional_kwargs) ? data.additional_kwargs : undefined;
   if (calls.length === 0 && extra) calls.push(...openAiToolCalls(extra.tool_calls));
-  blocks.toolCalls.push(...calls);
+  blocks.toolCalls = addAll(blocks.toolCalls, calls);
   return build(r, blocks, {
     name: asString(data.name),
     toolCallId: asString(data.tool_call_id)?.trim(),

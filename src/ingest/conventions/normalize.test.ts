@@ -544,6 +544,24 @@ describe('normalizeTrace: garbage in, a record out', () => {
     expect(out.record.trajectory?.map((s) => s.name)).toEqual(['a']);
   });
 
+  it('keeps the later-ended copy of a span sent twice, whichever copy comes first', () => {
+    const open = span('chat', { id: 'c', start: 5, end: 5, attrs: chat() });
+    const ended = span('chat', {
+      id: 'c',
+      start: 5,
+      end: 40,
+      attrs: chat({ 'gen_ai.response.model': 'gpt-4o-2024-08-06' }),
+    });
+    for (const spans of [
+      [open, ended],
+      [ended, open],
+    ]) {
+      const { record, summary } = valid(spans);
+      expect(record.trajectory?.map((s) => s.model)).toEqual(['gpt-4o-2024-08-06']);
+      expect(summary.durationMs).toBe(35);
+    }
+  });
+
   it('never throws on random attribute values under every key the readers read', () => {
     const keys = [
       'gen_ai.operation.name',

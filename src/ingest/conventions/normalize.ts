@@ -12,7 +12,14 @@ import { textView } from './precedence.js';
 import { LABEL_PREFIX, labelsFrom } from './reader.js';
 import { sdkRecordFields } from './touchstone-sdk.js';
 import { buildTrace, droppedOf, type SpanNode, type StepDraft, toSteps } from './trajectory.js';
-import { decodeJsonEncoded, durationMs, isObject, isoOf, withParseCache } from './values.js';
+import {
+  compareNanos,
+  decodeJsonEncoded,
+  durationMs,
+  isObject,
+  isoOf,
+  withParseCache,
+} from './values.js';
 
 export interface NormalizeOptions {
   /** The project the trace belongs to; recorded in `metadata.project`. */
@@ -40,12 +47,17 @@ function isTidy(span: Span): boolean {
     typeof span.startTimeUnixNano === 'string' &&
     typeof span.endTimeUnixNano === 'string' &&
     Array.isArray(span.events) &&
-    span.events.every((e) => isObject(e) && isObject(e.attributes)) &&
+    eventsTidy(span.events) &&
     Array.isArray(span.links) &&
     isObject(span.status) &&
     isObject(span.resource) &&
     isObject(span.scope)
   );
+}
+
+function eventsTidy(events: Span['events']): boolean {
+  for (const e of events) if (!isObject(e) || !isObject(e.attributes)) return false;
+  return true;
 }
 
 /**
@@ -72,8 +84,8 @@ function tidy(span: Span): Span | undefined {
 }
 
 function byStart(nodes: readonly SpanNode[]): SpanNode[] {
-  return [...nodes].sort((a, b) =>
-    a.start === b.start ? a.span.spanId.localeCompare(b.span.spanId) : a.start < b.start ? -1 : 1,
+  return [...nodes].sort(
+    (a, b) => compareNanos(a.start, b.start) || a.span.spanId.localeCompare(b.span.spanId),
   );
 }
 
@@ -102,9 +114,11 @@ function byLastUse<T>(list: readonly T[]): T[] {
  */
 function labels(ordered: readonly SpanNode[], root: SpanNode | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  const resourceOrder = [...ordered].reverse();
-  if (root) resourceOrder.push(root);
-  for (const resource of byLastUse(resourceOrder.map((n) => n.span.resource))) {
+  const resources: Span['resource'][] = [];
+  for (let i = ordered.length - 1; i >= 0; i--)
+    resources.push((ordered[i] as SpanNode).span.resource);
+  if (root) resources.push(root.span.resource);
+  for (const resource of byLastUse(resources)) {
     // Under every prefix a label key holds the mark: the other attributes are not looked at.
     const marked: [string, unknown][] = [];
     for (const key in resource) if (key.includes(LABEL_PREFIX)) marked.push([key, resource[key]]);
@@ -113,7 +127,10 @@ function labels(ordered: readonly SpanNode[], root: SpanNode | undefined): Recor
       Object.assign(out, labelsFrom(marked, prefix, decodeJsonEncoded));
     }
   }
-  for (const n of [...ordered].reverse()) if (n !== root) Object.assign(out, n.reading.labels);
+  for (let i = ordered.length - 1; i >= 0; i--) {
+    const n = ordered[i] as SpanNode;
+    if (n !== root) Object.assign(out, n.reading.labels);
+  }
   if (root) Object.assign(out, root.reading.labels);
   return out;
 }
@@ -154,8 +171,14 @@ function droppedTotals(nodes: readonly SpanNode[]): Dropped | undefined {
   return out;
 }
 
-function distinct(values: Iterable<string | undefined>): string[] {
-  return [...new Set([...values].filter((v): v is string => !!v))];
+/** The non-empty names of some steps (or spans), each once in order of first appearance. */
+function distinct<T>(items: readonly T[], name: (item: T) => string | undefined): string[] {
+  const seen = new Set<string>();
+  for (const item of items) {
+    const v = name(item);
+    if (v) seen.add(v);
+  }
+  return [...seen];
 }
 
 /** Retrieved document texts, for evaluators that judge answers against their context. */
@@ -197,10 +220,11 @@ export function normalizeTrace(
 }
 
 function normalize(spans: readonly Span[], options: NormalizeOptions): NormalizedTrace {
-  const usable = (Array.isArray(spans) ? spans : [])
-    .filter(isSpan)
-    .map(tidy)
-    .filter((s): s is Span => s !== undefined);
+  const usable: Span[] = [];
+  for (const span of Array.isArray(spans) ? spans : []) {
+    const tidied = isSpan(span) ? tidy(span) : undefined;
+    if (tidied !== undefined) usable.push(tidied);
+  }
   const tree = buildTrace(usable);
   const { root, steps } = tree;
   const ordered = byStart(tree.nodes);
@@ -230,11 +254,13 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   if (sdk?.input !== undefined) input = sdk.input;
   if (sdk?.output !== undefined) output = sdk.output;
 
-  let minStart: bigint | undefined;
-  let maxEnd: bigint | undefined;
+  let minStart: string | undefined;
+  let maxEnd: string | undefined;
   for (const n of tree.nodes) {
-    if (n.start > 0n && (minStart === undefined || n.start < minStart)) minStart = n.start;
-    if (maxEnd === undefined || n.end > maxEnd) maxEnd = n.end;
+    if (n.start !== '0' && (minStart === undefined || compareNanos(n.start, minStart) < 0)) {
+      minStart = n.start;
+    }
+    if (maxEnd === undefined || compareNanos(n.end, maxEnd) > 0) maxEnd = n.end;
   }
   const traceMs = minStart !== undefined && maxEnd !== undefined ? durationMs(minStart, maxEnd) : 0;
 
@@ -254,11 +280,14 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
   if (head) metadata.rootSpan = head.span.name;
   if (sessionNode?.reading.session) metadata.sessionId = sessionNode.reading.session;
   if (userNode?.reading.user) metadata.userId = userNode.reading.user;
-  const models = distinct(steps.filter((s) => s.type === 'llm').map((s) => s.model));
+  const models = distinct(steps, (s) => (s.type === 'llm' ? s.model : undefined));
   if (models.length > 0) metadata.models = models;
-  const tools = distinct(trajectory.filter((s) => s.type === 'tool').map((s) => s.name));
+  const tools = distinct(trajectory, (s) => (s.type === 'tool' ? s.name : undefined));
   if (tools.length > 0) metadata.tools = tools;
-  const conventions = distinct(tree.nodes.flatMap((n) => n.reading.conventions));
+  const conventions: string[] = [];
+  for (const n of tree.nodes) {
+    for (const c of n.reading.conventions) if (!conventions.includes(c)) conventions.push(c);
+  }
   if (sdk !== undefined) conventions.push('touchstone-sdk');
   if (conventions.length > 0) metadata.conventions = conventions;
   if (options.project) metadata.project = options.project;
@@ -279,9 +308,7 @@ function normalize(spans: readonly Span[], options: NormalizeOptions): Normalize
     traceId,
     service,
     name: head?.span.name ?? '',
-    startTime:
-      (minStart !== undefined ? isoOf(minStart.toString()) : undefined) ??
-      new Date(0).toISOString(),
+    startTime: (minStart !== undefined ? isoOf(minStart) : undefined) ?? new Date(0).toISOString(),
     durationMs: traceMs,
     steps: trajectory.length,
     error: failed,

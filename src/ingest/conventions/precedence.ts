@@ -6,6 +6,7 @@ import type {
   ConventionReader,
   IoReading,
   MessagesReading,
+  ModelReading,
   SpanContext,
   ToolCallReading,
   UsageReading,
@@ -128,8 +129,8 @@ export interface SpanReading {
   type: StepType;
   /** An evaluation inside the trace (OpenInference EVALUATOR, …). */
   evaluator: boolean;
-  /** Readers that recognised the span. */
-  conventions: string[];
+  /** Readers that recognised the span (a list shared by the spans of the same readers). */
+  conventions: readonly string[];
   /** The span itself failed (status ERROR, or an exception event on a span not marked OK). */
   failed: boolean;
   session?: string;
@@ -140,14 +141,26 @@ export interface SpanReading {
   content(): SpanContent;
 }
 
+/** The reader methods asked about a span, each with the span and at most one more argument. */
+type Method = Exclude<keyof ConventionReader, 'name' | 'reads'>;
+/** What a method answers, when it answers. */
+type Answer<M extends Method> = NonNullable<ReturnType<NonNullable<ConventionReader[M]>>>;
+
 /**
- * A reader's answer; a reader that throws on garbage is treated as silent. Callers make `read`
- * once per field, not once per reader: a closure per reader call was the largest share of what
- * normalization allocated.
+ * A reader's answer; a reader that throws on garbage is treated as silent. The method is named,
+ * not wrapped in a closure: a closure per field and span was a share of what normalization
+ * allocated.
  */
-function ask<T>(r: ConventionReader, read: (r: ConventionReader) => T | undefined): T | undefined {
+function ask<M extends Method>(
+  r: ConventionReader,
+  method: M,
+  span: Span,
+  arg?: unknown,
+): Answer<M> | undefined {
+  const fn = r[method] as ((span: Span, arg?: unknown) => Answer<M> | undefined) | undefined;
+  if (fn === undefined) return undefined;
   try {
-    return read(r);
+    return fn.call(r, span, arg);
   } catch {
     return undefined;
   }
@@ -157,15 +170,17 @@ function ask<T>(r: ConventionReader, read: (r: ConventionReader) => T | undefine
  * The first answer in a precedence order, asking only the readers in `mask` (those that may say
  * anything about the span, `readersOf`).
  */
-function first<T>(
+function first<M extends Method>(
   order: Order,
   mask: number,
-  read: (r: ConventionReader) => T | undefined,
-): T | undefined {
+  method: M,
+  span: Span,
+  arg?: unknown,
+): Answer<M> | undefined {
   const { readers, bits } = order;
   for (let i = 0; i < readers.length; i++) {
     if ((mask & (bits[i] as number)) === 0) continue;
-    const v = ask(readers[i] as ConventionReader, read);
+    const v = ask(readers[i] as ConventionReader, method, span, arg);
     if (v !== undefined) return v;
   }
   return undefined;
@@ -219,12 +234,10 @@ function stepType(
   let reading =
     (mask & TYPE_EXPLICIT.any) === 0
       ? undefined
-      : first(TYPE_EXPLICIT, mask, (r) => r.stepType?.(span, ctx));
+      : first(TYPE_EXPLICIT, mask, 'stepType', span, ctx);
   if (!reading) {
     const implied =
-      (mask & TYPE_IMPLIED.any) === 0
-        ? undefined
-        : first(TYPE_IMPLIED, mask, (r) => r.impliedType?.(span));
+      (mask & TYPE_IMPLIED.any) === 0 ? undefined : first(TYPE_IMPLIED, mask, 'impliedType', span);
     reading = { type: implied ?? 'generic' };
   }
   let type = reading.type;
@@ -308,10 +321,9 @@ export function textView(value: unknown, side: 'input' | 'output'): unknown {
 function messages(span: Span, mask: number): MessagesReading {
   let input: Message[] | undefined;
   let output: Message[] | undefined;
-  const read = (r: ConventionReader) => r.messages?.(span);
   for (let i = 0; i < MESSAGES.readers.length; i++) {
     if ((mask & (MESSAGES.bits[i] as number)) === 0) continue;
-    const m = ask(MESSAGES.readers[i] as ConventionReader, read);
+    const m = ask(MESSAGES.readers[i] as ConventionReader, 'messages', span);
     if (!m) continue;
     if (!input && m.input && m.input.length > 0) input = m.input;
     if (!output && m.output && m.output.length > 0) output = m.output;
@@ -322,10 +334,9 @@ function messages(span: Span, mask: number): MessagesReading {
 
 function io(span: Span, type: StepType, mask: number): IoReading {
   const out: IoReading = {};
-  const read = (r: ConventionReader) => r.io?.(span, type);
   for (let i = 0; i < IO.readers.length; i++) {
     if ((mask & (IO.bits[i] as number)) === 0) continue;
-    const v = ask(IO.readers[i] as ConventionReader, read);
+    const v = ask(IO.readers[i] as ConventionReader, 'io', span, type);
     if (!v) continue;
     if (out.input === undefined && v.input !== undefined) out.input = v.input;
     if (out.output === undefined && v.output !== undefined) out.output = v.output;
@@ -349,10 +360,9 @@ function isDeclaredSchema(span: Span, args: string): boolean {
 
 function toolCall(span: Span, mask: number): ToolCallReading {
   const out: ToolCallReading = {};
-  const read = (r: ConventionReader) => r.toolCall?.(span);
   for (let i = 0; i < TOOL.readers.length; i++) {
     if ((mask & (TOOL.bits[i] as number)) === 0) continue;
-    const t = ask(TOOL.readers[i] as ConventionReader, read);
+    const t = ask(TOOL.readers[i] as ConventionReader, 'toolCall', span);
     if (!t) continue;
     out.name ??= t.name;
     out.id ??= t.id;
@@ -375,57 +385,88 @@ function toolCall(span: Span, mask: number): ToolCallReading {
 /** Where each cost reader sits in USAGE: the cost is picked from the same readings. */
 const COST_AT = COST.readers.map((r) => USAGE.readers.indexOf(r));
 
+/**
+ * The readings of the span being read, one slot per reader of USAGE (or MODEL), reused from span
+ * to span: an array per span was a share of what normalization allocated. Every slot is written
+ * and then read within one call, never across one (readers do not call back into precedence).
+ */
+const USAGE_READINGS: (UsageReading | undefined)[] = USAGE.readers.map(() => undefined);
+const MODEL_READINGS: (ModelReading | undefined)[] = MODEL.readers.map(() => undefined);
+
 function pick(
   readings: readonly (UsageReading | undefined)[],
   key: keyof UsageReading,
 ): number | undefined {
-  for (const u of readings) if (u?.[key] !== undefined) return u[key];
+  for (let i = 0; i < readings.length; i++) {
+    const v = readings[i]?.[key];
+    if (v !== undefined) return v;
+  }
   return undefined;
 }
 
-/** Each reader's reading in an order; none for the readers not in `mask`. */
-function readingsOf<T>(
+/** Each reader's reading in an order into `out`; none for the readers not in `mask`. */
+function readingsInto<M extends Method>(
+  out: (Answer<M> | undefined)[],
   order: Order,
   mask: number,
-  read: (r: ConventionReader) => T | undefined,
-): (T | undefined)[] {
-  const out: (T | undefined)[] = [];
+  method: M,
+  span: Span,
+): (Answer<M> | undefined)[] {
   for (let i = 0; i < order.readers.length; i++) {
-    out.push(
+    out[i] =
       (mask & (order.bits[i] as number)) === 0
         ? undefined
-        : ask(order.readers[i] as ConventionReader, read),
-    );
+        : ask(order.readers[i] as ConventionReader, method, span);
   }
   return out;
 }
 
+/** Each reader's reading in an order; none for the readers not in `mask`. */
+function readingsOf<M extends Method>(
+  order: Order,
+  mask: number,
+  method: M,
+  span: Span,
+): (Answer<M> | undefined)[] {
+  return readingsInto([], order, mask, method, span);
+}
+
 function usage(span: Span, mask: number): Usage | undefined {
-  const readings = readingsOf(USAGE, mask, (r) => r.usage?.(span));
-  const out: Usage = {};
+  const readings = readingsInto(USAGE_READINGS, USAGE, mask, 'usage', span);
   const input = pick(readings, 'inputTokens');
   const output = pick(readings, 'outputTokens');
-  const total = pick(readings, 'totalTokens');
+  let total = pick(readings, 'totalTokens');
+  if (total === undefined && input !== undefined && output !== undefined) {
+    if (Number.isFinite(input + output)) total = input + output;
+  }
+  let cost: number | undefined;
+  for (let i = 0; i < COST_AT.length && cost === undefined; i++) {
+    cost = readings[COST_AT[i] as number]?.costUsd;
+  }
+  if (input === undefined && output === undefined && total === undefined && cost === undefined) {
+    return undefined;
+  }
+  // Keys in the order they were always written: the stored Record keeps them in this order.
+  const out: Usage = {};
   if (input !== undefined) out.inputTokens = input;
   if (output !== undefined) out.outputTokens = output;
   if (total !== undefined) out.totalTokens = total;
-  else if (input !== undefined && output !== undefined && Number.isFinite(input + output)) {
-    out.totalTokens = input + output;
-  }
-  const cost = pick(
-    COST_AT.map((i) => readings[i]),
-    'costUsd',
-  );
   if (cost !== undefined) out.costUsd = cost;
-  return Object.keys(out).length > 0 ? out : undefined;
+  return out;
 }
 
 /** The served model of any convention before any requested one (§10.3). */
 function model(span: Span, mask: number): { name: string; served: boolean } | undefined {
-  const readings = readingsOf(MODEL, mask, (r) => r.model?.(span));
-  const served = readings.find((m) => m?.response !== undefined)?.response;
+  const readings = readingsInto(MODEL_READINGS, MODEL, mask, 'model', span);
+  let served: string | undefined;
+  let requested: string | undefined;
+  for (let i = 0; i < readings.length && served === undefined; i++) {
+    const m = readings[i];
+    if (m === undefined) continue;
+    served = m.response;
+    requested ??= m.request;
+  }
   if (served !== undefined) return { name: served, served: true };
-  const requested = readings.find((m) => m?.request !== undefined)?.request;
   return requested === undefined ? undefined : { name: requested, served: false };
 }
 
@@ -435,9 +476,12 @@ const LABEL_READERS = ALL.readers.reduce(
   0,
 );
 
+/** The labels of a span without any: one object for all of them (nothing writes to a reading). */
+const NO_LABELS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 function labels(span: Span, mask: number): Record<string, string> {
   const direct = attributeLabels(span.attributes);
-  if ((mask & LABEL_READERS) === 0) return direct ?? {};
+  if ((mask & LABEL_READERS) === 0) return direct ?? NO_LABELS;
   // Most spans carry no label at all: look for the prefix once before asking the readers.
   let mentioned = direct !== undefined;
   for (const k in span.attributes) {
@@ -445,10 +489,10 @@ function labels(span: Span, mask: number): Record<string, string> {
     const v = span.attributes[k];
     mentioned = k.includes(LABEL_PREFIX) || (typeof v === 'string' && v.includes(LABEL_PREFIX));
   }
-  if (!mentioned) return {};
+  if (!mentioned) return NO_LABELS;
   const out: Record<string, string> = {};
   // Container entries first, so a direct `touchstone.label.<key>` attribute wins over them.
-  for (const v of readingsOf(ALL, mask, (r) => r.labels?.(span))) Object.assign(out, v);
+  for (const v of readingsOf(ALL, mask, 'labels', span)) Object.assign(out, v);
   return Object.assign(out, direct);
 }
 
@@ -456,8 +500,8 @@ function readContent(span: Span, type: StepType, mask: number): SpanContent {
   const content: SpanContent = { name: span.name, error: '' };
   const named =
     type === 'tool' || type === 'agent' || type === 'guardrail'
-      ? first(NAME, mask, (r) => r.stepName?.(span, type))
-      : first(RENDERED_NAME, mask, (r) => r.stepName?.(span, type));
+      ? first(NAME, mask, 'stepName', span, type)
+      : first(RENDERED_NAME, mask, 'stepName', span, type);
   if (named) content.name = named;
 
   if (type === 'llm' || type === 'embedding') {
@@ -499,19 +543,29 @@ function readContent(span: Span, type: StepType, mask: number): SpanContent {
   content.error =
     spanError(span) ||
     content.tool?.error ||
-    ((mask & ERROR.any) === 0 ? undefined : first(ERROR, mask, (r) => r.error?.(span))) ||
+    ((mask & ERROR.any) === 0 ? undefined : first(ERROR, mask, 'error', span)) ||
     '';
   return content;
 }
 
-function conventionsOf(span: Span, mask: number): string[] {
-  const out: string[] = [];
-  const detect = (r: ConventionReader) => r.detect(span);
+/** The names of the readers in a mask, one frozen list per mask (a span's are never changed). */
+const NAMES_OF = new Map<number, readonly string[]>();
+
+function conventionsOf(span: Span, mask: number): readonly string[] {
+  let detected = 0;
   for (let i = 0; i < ALL.readers.length; i++) {
-    const r = ALL.readers[i] as ConventionReader;
-    if ((mask & (ALL.bits[i] as number)) !== 0 && ask(r, detect)) out.push(r.name);
+    const bit = ALL.bits[i] as number;
+    if ((mask & bit) !== 0 && ask(ALL.readers[i] as ConventionReader, 'detect', span))
+      detected |= bit;
   }
-  return out;
+  let names = NAMES_OF.get(detected);
+  if (names === undefined) {
+    names = Object.freeze(
+      ALL.readers.filter((_, i) => (detected & (ALL.bits[i] as number)) !== 0).map((r) => r.name),
+    );
+    NAMES_OF.set(detected, names);
+  }
+  return names;
 }
 
 /** Reads one span: every Step field by the precedence of §10. Never throws. */
@@ -527,11 +581,9 @@ export function readSpan(span: Span, ctx: SpanContext): SpanReading {
     conventions: conventionsOf(span, mask),
     failed: spanError(span) !== '',
     labels: labels(span, mask),
-    session:
-      (mask & SESSION.any) === 0 ? undefined : first(SESSION, mask, (r) => r.session?.(span)),
-    user: (mask & USER.any) === 0 ? undefined : first(USER, mask, (r) => r.user?.(span)),
-    traceIo:
-      (mask & TRACE_IO.any) === 0 ? undefined : first(TRACE_IO, mask, (r) => r.traceIo?.(span)),
+    session: (mask & SESSION.any) === 0 ? undefined : first(SESSION, mask, 'session', span),
+    user: (mask & USER.any) === 0 ? undefined : first(USER, mask, 'user', span),
+    traceIo: (mask & TRACE_IO.any) === 0 ? undefined : first(TRACE_IO, mask, 'traceIo', span),
     content: () => {
       content ??= readContent(span, type, mask);
       return content;

@@ -1,10 +1,12 @@
 import type { Dropped, Message, Span, Step, StepType, ToolCall, Usage } from '../../core/index.js';
 import { readSpan, type SpanReading } from './precedence.js';
+import type { SpanContext } from './reader.js';
 import {
   canonicalJson,
+  compareNanos,
   isoOf,
   jsonSafeAttributes,
-  nanos,
+  nanosText,
   rawArguments,
   tryParse,
 } from './values.js';
@@ -15,14 +17,36 @@ import {
  * instrumentations describe it, trajectory order, and tool ↔ call linking.
  */
 
-export interface SpanNode {
-  span: Span;
+/** The children of every leaf: never written to (a node gets its own list for its first child). */
+const NO_CHILDREN: SpanNode[] = [];
+
+/**
+ * A span in its trace's tree; also the context its readers are given (one object per span: a
+ * context object and a closure per span were a share of what normalization allocated).
+ */
+export class SpanNode implements SpanContext {
   parent?: SpanNode;
-  children: SpanNode[];
-  depth: number;
-  start: bigint;
-  end: bigint;
-  reading: SpanReading;
+  /** NO_CHILDREN until one is linked (most spans are leaves). */
+  children: SpanNode[] = NO_CHILDREN;
+  depth = 0;
+  reading: SpanReading = undefined as unknown as SpanReading;
+  private below?: Span[];
+
+  constructor(
+    readonly span: Span,
+    /** Unix nanoseconds as `nanosText` ('0' when absent): compared with `compareNanos`. */
+    readonly start: string,
+    readonly end: string,
+  ) {}
+
+  get isRoot(): boolean {
+    return this.span.parentSpanId === '';
+  }
+
+  descendants(): readonly Span[] {
+    this.below ??= descendants(this).map((d) => d.span);
+    return this.below;
+  }
 }
 
 /** A step before it is written out; `node` is the span the step stands for. */
@@ -53,26 +77,22 @@ export interface TraceTree {
 
 /** Nodes with a parent link (a parent not in the trace is a temporary root), cycles cut. */
 function buildTree(spans: readonly Span[]): SpanNode[] {
-  const byId = new Map<string, Span>();
-  for (const span of spans) {
-    const seen = byId.get(span.spanId);
-    // A span sent twice (client retry, or once open and once ended): keep the ended/later one.
-    if (!seen || (nanos(span.endTimeUnixNano) ?? 0n) >= (nanos(seen.endTimeUnixNano) ?? 0n)) {
-      byId.set(span.spanId, span);
-    }
-  }
   const nodes = new Map<string, SpanNode>();
-  for (const span of byId.values()) {
-    const start = nanos(span.startTimeUnixNano) ?? 0n;
-    const end = nanos(span.endTimeUnixNano) ?? 0n;
-    nodes.set(span.spanId, {
-      span,
-      children: [],
-      depth: 0,
-      start,
-      end: end >= start ? end : start,
-      reading: undefined as unknown as SpanReading,
-    });
+  for (const span of spans) {
+    const seen = nodes.get(span.spanId);
+    // A span sent twice (client retry, or once open and once ended): keep the ended/later one.
+    if (
+      seen &&
+      compareNanos(
+        nanosText(span.endTimeUnixNano) ?? '0',
+        nanosText(seen.span.endTimeUnixNano) ?? '0',
+      ) < 0
+    ) {
+      continue;
+    }
+    const start = nanosText(span.startTimeUnixNano) ?? '0';
+    const end = nanosText(span.endTimeUnixNano) ?? '0';
+    nodes.set(span.spanId, new SpanNode(span, start, compareNanos(end, start) >= 0 ? end : start));
   }
   for (const node of nodes.values()) {
     const pid = node.span.parentSpanId;
@@ -89,6 +109,7 @@ function buildTree(spans: readonly Span[]): SpanNode[] {
     }
     if (cycle) continue;
     node.parent = parent;
+    if (parent.children === NO_CHILDREN) parent.children = [];
     parent.children.push(node);
   }
   const list = [...nodes.values()];
@@ -117,36 +138,34 @@ function pickRoot(nodes: readonly SpanNode[]): SpanNode | undefined {
   roots.sort(
     (a, b) =>
       Number(b.reading.type === 'agent') - Number(a.reading.type === 'agent') ||
-      compareBig(a.start, b.start) ||
+      compareNanos(a.start, b.start) ||
       a.span.spanId.localeCompare(b.span.spanId),
   );
   return roots[0];
 }
 
-function compareBig(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 function draft(node: SpanNode, type: StepType): StepDraft {
   const c = node.reading.content();
-  const d: StepDraft = { node, type, name: c.name, error: c.error };
-  if (c.model) {
-    d.model = c.model;
-    d.modelServed = c.modelServed === true;
-  }
-  if (c.usage) d.usage = { ...c.usage };
-  if (type === 'tool') {
-    const t = c.tool ?? {};
-    d.toolName = t.name;
-    d.toolCallId = t.id;
-    d.toolArguments = t.arguments;
-    d.toolResult = t.result;
-    d.toolResultPresent = t.resultPresent === true;
-  } else {
-    if (c.input !== undefined) d.input = c.input;
-    if (c.output !== undefined) d.output = c.output;
-  }
-  return d;
+  const tool = type === 'tool';
+  const t = tool ? (c.tool ?? {}) : undefined;
+  // Every field in the literal, so every draft has one shape. The usage object is the content's:
+  // nothing writes to either (a wrapper's usage is merged into a new object).
+  return {
+    node,
+    type,
+    name: c.name,
+    model: c.model || undefined,
+    modelServed: c.model ? c.modelServed === true : undefined,
+    input: tool ? undefined : c.input,
+    output: tool ? undefined : c.output,
+    usage: c.usage,
+    error: c.error,
+    toolCallId: t?.id,
+    toolName: t?.name,
+    toolArguments: t?.arguments,
+    toolResult: t?.result,
+    toolResultPresent: t ? t.resultPresent === true : undefined,
+  };
 }
 
 const LEAF_TYPES = new Set<StepType>(['llm', 'tool', 'retrieval', 'embedding', 'guardrail']);
@@ -204,9 +223,25 @@ function ancestorsOfType(
   return out;
 }
 
+/** The nearest step of a given type above a node that `accept` accepts. */
+function nearestOfType(
+  node: SpanNode,
+  steps: Map<SpanNode, StepDraft>,
+  type: StepType,
+  accept?: (s: StepDraft) => boolean,
+): StepDraft | undefined {
+  for (let up = node.parent; up; up = up.parent) {
+    const s = steps.get(up);
+    if (s?.type === type && (accept === undefined || accept(s))) return s;
+  }
+  return undefined;
+}
+
 /** §11.3: an llm step wrapping llm steps is the same call seen twice; keep the innermost. */
 function collapseModelCalls(steps: Map<SpanNode, StepDraft>): void {
   const llm = [...steps.values()].filter((s) => s.type === 'llm');
+  // Most traces have no model call inside another: nothing to collapse, nothing to gather.
+  if (!llm.some((s) => nearestOfType(s.node, steps, 'llm') !== undefined)) return;
   const above = new Map(llm.map((s) => [s, ancestorsOfType(s.node, steps, 'llm')]));
   const outers = new Set([...above.values()].flat());
   // For each wrapper: how many innermost calls it holds, and which.
@@ -240,7 +275,10 @@ function collapseToolCalls(steps: Map<SpanNode, StepDraft>): void {
   // Deepest first: each merges into its nearest matching tool ancestor, which merges upward later.
   tools.sort((a, b) => b.node.depth - a.node.depth);
   for (const inner of tools) {
-    const outer = ancestorsOfType(inner.node, steps, 'tool').find(
+    const outer = nearestOfType(
+      inner.node,
+      steps,
+      'tool',
       (a) =>
         (!!a.toolCallId && a.toolCallId === inner.toolCallId) ||
         (!!a.toolName && a.toolName === inner.toolName),
@@ -262,9 +300,9 @@ function collapseToolCalls(steps: Map<SpanNode, StepDraft>): void {
 function order(steps: StepDraft[]): StepDraft[] {
   return steps.sort(
     (a, b) =>
-      compareBig(a.node.start, b.node.start) ||
+      compareNanos(a.node.start, b.node.start) ||
       a.node.depth - b.node.depth ||
-      compareBig(a.node.end, b.node.end) ||
+      compareNanos(a.node.end, b.node.end) ||
       a.node.span.spanId.localeCompare(b.node.span.spanId),
   );
 }
@@ -295,7 +333,7 @@ function linkTools(steps: StepDraft[]): void {
     for (let j = i - 1; j >= 0 && !call; j--) {
       const llm = steps[j] as StepDraft;
       if (llm.type !== 'llm') continue;
-      const calls = toolCallsOf(llm.output).filter((c) => !used.has(c));
+      const calls = unusedCallsOf(llm.output, used);
       if (calls.length === 0) continue;
       call = matchCall(tool, calls);
       // Only the nearest llm step with tool calls answers for calls without an id.
@@ -317,9 +355,15 @@ function linkTools(steps: StepDraft[]): void {
   }
 }
 
-function toolCallsOf(output: unknown): ToolCall[] {
-  if (!Array.isArray(output)) return [];
-  return (output as Message[]).flatMap((m) => (m && Array.isArray(m.toolCalls) ? m.toolCalls : []));
+/** The tool calls of a model call's output messages not yet linked to a tool step. */
+function unusedCallsOf(output: unknown, used: ReadonlySet<ToolCall>): ToolCall[] {
+  const out: ToolCall[] = [];
+  if (!Array.isArray(output)) return out;
+  for (const m of output as Message[]) {
+    if (!m || !Array.isArray(m.toolCalls)) continue;
+    for (const c of m.toolCalls) if (!used.has(c)) out.push(c);
+  }
+  return out;
 }
 
 function matchCall(tool: StepDraft, calls: ToolCall[]): ToolCall | undefined {
@@ -417,16 +461,7 @@ export function droppedOf(span: Span): Dropped | undefined {
 /** Tree, root, and ordered step drafts of one trace's spans. */
 export function buildTrace(spans: readonly Span[]): TraceTree {
   const nodes = buildTree(spans);
-  for (const node of nodes) {
-    let all: Span[] | undefined;
-    node.reading = readSpan(node.span, {
-      isRoot: node.span.parentSpanId === '',
-      descendants: () => {
-        all ??= descendants(node).map((d) => d.span);
-        return all;
-      },
-    });
-  }
+  for (const node of nodes) node.reading = readSpan(node.span, node);
   const root = pickRoot(nodes);
   const steps = order(selectSteps(nodes, root));
   linkTools(steps);

@@ -1,4 +1,4 @@
-import type { Attributes, AttributeValue, Span } from '../../core/index.js';
+import type { Attributes, AttributeValue, Message, Span } from '../../core/index.js';
 
 /**
  * Value decoding shared by every convention reader (conventions reference §0.2): typed attribute
@@ -109,7 +109,12 @@ export function hasPrefix(span: Span, prefix: string): boolean {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-type Parsed = { ok: true; value: unknown } | { ok: false };
+/**
+ * A parse, and the messages read from it once asked (null: not messages): a message list resent
+ * by every model call of a trace is then read into messages once, like it is parsed once.
+ */
+export type JsonParse = { ok: true; value: unknown; messages: Message[] | null | undefined };
+type Parsed = JsonParse | { ok: false };
 
 /**
  * Parses made during one normalization, by text: frameworks repeat the whole message history on
@@ -140,7 +145,7 @@ export function tryParse(text: string): Parsed {
   }
   let out: Parsed;
   try {
-    out = { ok: true, value: JSON.parse(text) };
+    out = { ok: true, value: JSON.parse(text), messages: undefined };
   } catch {
     out = { ok: false };
   }
@@ -154,11 +159,17 @@ export function tryParse(text: string): Parsed {
  */
 export function sniffJson(value: unknown): unknown {
   if (typeof value !== 'string') return value;
+  const parsed = sniffParse(value);
+  return parsed === undefined ? value : parsed.value;
+}
+
+/** The parse `sniffJson` makes of a text; undefined when the text stays as it is. */
+export function sniffParse(value: string): JsonParse | undefined {
   const text = value.trim();
   const first = text[0];
-  if (first !== '{' && first !== '[') return value;
+  if (first !== '{' && first !== '[') return undefined;
   const parsed = tryParse(text);
-  return parsed.ok ? parsed.value : value;
+  return parsed.ok ? parsed : undefined;
 }
 
 /**
@@ -204,7 +215,28 @@ export function rawArguments(value: unknown): string | undefined {
     }
     return value;
   }
-  return JSON.stringify(jsonSafe(value));
+  return JSON.stringify(isPlainJson(value, 0) ? value : jsonSafe(value));
+}
+
+/**
+ * Whether `jsonSafe` would give back an equal copy (plain JSON data, as parsed, not too deep):
+ * such a value is serialized as it is instead of copied first.
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  if (depth > 64) return false;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object') return false;
+  if (Array.isArray(value)) {
+    for (const v of value) if (!isPlainJson(v, depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const object = value as JsonObject;
+  // A copy loses an own `__proto__` key (assigning it sets the prototype): copy those.
+  for (const k in object) if (k === '__proto__' || !isPlainJson(object[k], depth + 1)) return false;
+  return true;
 }
 
 /** JSON with object keys sorted at every level, so equal values serialize equally. */
@@ -427,7 +459,30 @@ export function unwrapSingleKey(value: unknown): unknown {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Time (rule 0.2.8): nanoseconds stay exact as BigInt.
+// Time (rule 0.2.8): nanoseconds stay exact, as BigInt or as their decimal text.
+
+/**
+ * Unix nanoseconds as decimal text without leading zeros, or undefined when not digits: exact
+ * like a BigInt, compared by `compareNanos`, and no allocation for the times spans carry (a
+ * BigInt per span time was a share of normalization's CPU and bytes).
+ */
+export function nanosText(text: string): string | undefined {
+  if (typeof text !== 'string' || text.length === 0 || text.length > 30) return undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  if (text.length === 1 || text.charCodeAt(0) !== 48) return text;
+  let at = 0;
+  while (at < text.length - 1 && text.charCodeAt(at) === 48) at++;
+  return text.slice(at);
+}
+
+/** The order of two `nanosText` values: negative, zero or positive like `a - b`. */
+export function compareNanos(a: string, b: string): number {
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
 
 export function nanos(text: string): bigint | undefined {
   if (typeof text !== 'string' || text.length === 0 || text.length > 30) return undefined;
@@ -520,7 +575,7 @@ function pad(n: number, width: number): string {
 }
 
 /** Milliseconds between two nanosecond values, never negative. */
-export function durationMs(start: bigint, end: bigint): number {
-  if (end <= start) return 0;
-  return Number(end - start) / 1e6;
+export function durationMs(start: string, end: string): number {
+  if (compareNanos(end, start) <= 0) return 0;
+  return Number(BigInt(end) - BigInt(start)) / 1e6;
 }
