@@ -57,10 +57,9 @@ async function sqliteTriggers(db: Kysely<unknown>): Promise<void> {
         select new.project, key, value, new.trace_id, new.start_ms, new.scored_at
         from json_each(new.labels);
     end`.execute(db);
-  // Labels unchanged, order moved (with changed labels the trigger above wrote the new values;
-  // this one then rewrites the same ones).
+  // Labels unchanged, order moved (changed labels were written with the new order above).
   await sql`create trigger trace_labels_order after update of start_ms, scored_at on traces
-    when new.labels <> '{}'
+    when new.labels <> '{}' and new.labels is old.labels
       and (new.start_ms is not old.start_ms or new.scored_at is not old.scored_at)
     begin
       update trace_labels set start_ms = new.start_ms, scored_at = new.scored_at
@@ -93,10 +92,10 @@ async function postgresTriggers(db: Kysely<unknown>): Promise<void> {
           and l.trace_id = new.trace_id;
       return null;
     end $$`.execute(db);
-  // After trace_labels_update (triggers fire in name order): labels and order changed at once
-  // are rewritten with the new order twice, never left with the old.
-  await sql`create trigger trace_labels_zorder after update of start_ms, scored_at on traces
-    for each row when (new.labels <> '{}'
+  // Labels unchanged, order moved (changed labels were written with the new order by
+  // trace_labels_sync).
+  await sql`create trigger trace_labels_order after update of start_ms, scored_at on traces
+    for each row when (new.labels <> '{}' and new.labels is not distinct from old.labels
       and (new.start_ms is distinct from old.start_ms or new.scored_at is distinct from old.scored_at))
     execute function trace_labels_order()`.execute(db);
 }
