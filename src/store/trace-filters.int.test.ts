@@ -423,6 +423,10 @@ describe('the plans of the leading probes on SQLite', () => {
       expect(
         await planLead(db, { project: 'p', labels: { canary: 'true' }, outcome: 'OUTCOME_SCORED' }),
       ).toEqual({ label: ['canary', 'true'] });
+      // Reads not in a list's order (aggregates) take a rare label's ids.
+      expect(await leadingTraces(db, { project: 'p', labels: { canary: 'true' } })).toEqual([
+        traceId(7),
+      ]);
     } finally {
       await db.destroy();
     }

@@ -122,10 +122,11 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
 export async function planLead(
   db: Kysely<Database>,
   filter: IndexedFilter,
+  byLabel = true,
 ): Promise<{ ids?: string[]; label?: readonly [string, string] }> {
   const probes = probesOf(db, filter);
   // probesOf lists the labels first, in this order.
-  const labels = Object.entries(filter.labels ?? {});
+  const labels = byLabel ? Object.entries(filter.labels ?? {}) : [];
   // A label alone leads uncounted (a label matching nothing ends its walk at once).
   if (probes.length === 1 && labels.length === 1 && labels[0] !== undefined) {
     return { label: labels[0] };
@@ -157,12 +158,15 @@ export async function planLead(
   return label === undefined ? {} : { label };
 }
 
-/** The traces that may match `filter` when some indexed filter is selective (`planLead`'s ids). */
+/**
+ * The traces that may match `filter` when some indexed filter, labels included, is selective
+ * (`planLead`'s ids, labels leading by ids too): for reads not in a list's order (aggregates).
+ */
 export async function leadingTraces(
   db: Kysely<Database>,
   filter: IndexedFilter,
 ): Promise<string[] | undefined> {
-  return (await planLead(db, filter)).ids;
+  return (await planLead(db, filter, false)).ids;
 }
 
 /** Entries the probe lists, counted up to `max + 1` (index-only). */
