@@ -13,6 +13,7 @@ import {
 } from '../../test/support/stores.js';
 import { FakeClock, type Span } from '../core/index.js';
 import { openStore, type Store } from './index.js';
+import { labelOrder } from './migrations/0018-label-order.js';
 import { KyselyResultStore } from './results.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
@@ -369,6 +370,50 @@ describe('the plans of the leading probes on SQLite', () => {
         /^SEARCH l USING COVERING INDEX trace_labels_scored_idx \(project=\? AND key=\? AND value=\? AND scored_at>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
       );
       for (const plan of [traces, scores]) expect(plan).not.toMatch(/TEMP B-TREE|SCAN/);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('backfills the start and score times of labels written before migration 18', async () => {
+    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
+    await store.close();
+    const file = new Database(join(dir, SQLITE_FILE_NAME));
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    try {
+      // Back to migration 17's schema: its triggers, no order columns.
+      file.exec(`drop index trace_labels_start_idx; drop index trace_labels_scored_idx;
+        drop trigger trace_labels_order; drop trigger trace_labels_insert;
+        drop trigger trace_labels_update;
+        alter table trace_labels drop column start_ms; alter table trace_labels drop column scored_at;
+        create trigger trace_labels_insert after insert on traces when new.labels <> '{}' begin
+          insert or ignore into trace_labels (project, key, value, trace_id)
+            select new.project, key, value, new.trace_id from json_each(new.labels); end;
+        create trigger trace_labels_update after update of labels on traces
+          when new.labels is not old.labels begin
+          delete from trace_labels where (project, key, value, trace_id) in
+            (select old.project, key, value, old.trace_id from json_each(old.labels));
+          insert or ignore into trace_labels (project, key, value, trace_id)
+            select new.project, key, value, new.trace_id from json_each(new.labels); end;
+        insert into traces (project, trace_id, source, ingest_labels, first_seen_at, last_span_at,
+          completed_at, start_ms, labels, digest, record, scored_at)
+        values ('p', 'a', '', '{}', 1, 1, 2, 100, '{"env":"dev","tier":"x"}', 'd', '{}', 300),
+          ('p', 'b', '', '{}', 1, 1, 2, 200, '{"env":"dev"}', 'd', '{}', null);`);
+      await labelOrder.up(db as unknown as Kysely<unknown>, 'sqlite');
+      expect(
+        file
+          .prepare('select key, trace_id, start_ms, scored_at from trace_labels order by 1, 2')
+          .all(),
+      ).toEqual([
+        { key: 'env', trace_id: 'a', start_ms: 100, scored_at: 300 },
+        { key: 'env', trace_id: 'b', start_ms: 200, scored_at: null },
+        { key: 'tier', trace_id: 'a', start_ms: 100, scored_at: 300 },
+      ]);
+      // And kept from then on.
+      file.exec(`update traces set scored_at = 400 where trace_id = 'b'`);
+      expect(file.prepare(`select scored_at from trace_labels where trace_id = 'b'`).get()).toEqual(
+        { scored_at: 400 },
+      );
     } finally {
       await db.destroy();
     }
