@@ -113,11 +113,11 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
  * own order (trace_labels' order indexes, migration 18) until a page matches every filter: a page
  * costs about a page of entries for a label alone however many traces it matches, and never more
  * entries than the label has. A label leads so when it matches fewest (reading its ids would read
- * them all), when every filter is a label (the one matching fewest, counts capped at LEAD_MAX + 1),
- * or when every filter matches more than LEAD_MAX traces and they are not few together. Neither: the caller walks its order
- * index. The caller still applies every filter; these are candidates. Each filter is counted
- * first (an index-only count of up to LEAD_MAX + 1 entries, well under a millisecond); ids are
- * read only for the one that leads.
+ * them all), when every filter is a label (the one matching fewest, counts capped at
+ * LEAD_MAX + 1), or when every filter matches more than LEAD_MAX traces and they are not few
+ * together. Neither: the caller walks its order index. The caller still applies every filter;
+ * these are candidates. Each filter is counted first (an index-only count of up to LEAD_MAX + 1
+ * entries, well under a millisecond); ids are read only for the one that leads.
  */
 export async function planLead(
   db: Kysely<Database>,
@@ -146,7 +146,7 @@ export async function planLead(
     if (probe !== undefined) return { ids: distinctIds(await probe.execute()) };
   }
   // Labels only: a label's entries in order stop at a full page, where the intersection would
-  // count each up to INTERSECT_MAX first (most of a pair's time: 13 against ~3 ms on PostgreSQL at
+  // count each up to INTERSECT_MAX first (a pair took 13 ms with it, 8 without, on PostgreSQL at
   // 1M traces) and then walk the smaller one's to the end.
   if (probes.length > 1 && labels.length < probes.length) {
     const both = await intersection(db, probes, counts);

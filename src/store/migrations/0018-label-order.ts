@@ -5,7 +5,7 @@ import type { Migration } from '../migrate.js';
  * Each `trace_labels` row carries its trace's list order (`start_ms` for the traces list,
  * `scored_at` for the scores list), indexed after the label: a list filtered by a label reads
  * that label's traces in the list's order, a page an index range of about a page of entries
- * whatever share of the project the label matches (store/trace-filters.ts `labelOrder`). Before,
+ * whatever share of the project the label matches (store/trace-filters.ts `planLead`). Before,
  * a label matching more than LEAD_MAX traces walked the list's order index checking each trace:
  * ~5,000 traces per page for a label pair matching 1% of a project.
  *
