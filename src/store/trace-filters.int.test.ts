@@ -13,9 +13,12 @@ import {
 } from '../../test/support/stores.js';
 import { FakeClock, type Span } from '../core/index.js';
 import { openStore, type Store } from './index.js';
+import { labelOrder } from './migrations/0018-label-order.js';
+import { KyselyResultStore } from './results.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
-import { LEAD_MAX, leadingTraces, probesOf } from './trace-filters.js';
+import { LEAD_MAX, leadingTraces, planLead, probesOf } from './trace-filters.js';
+import { KyselyTraceStore } from './traces.js';
 
 /**
  * The list filters that lead from their own index (migration 14): labels kept by triggers as
@@ -153,6 +156,93 @@ function contract(harness: StoreHarness): void {
     ]);
   });
 
+  it("reads a label's traces in each list's order, page by page, as their times move", async () => {
+    // Start and score times shared by three traces each: the trace id breaks ties.
+    for (let k = 0; k < 24; k++) {
+      const labels: Record<string, string> = { env: k % 4 === 0 ? 'dev' : 'prod' };
+      if (k % 3 !== 1) labels.team = 'a';
+      await complete(traceId(k), labels, { at: T0 + Math.floor(k / 3) * 10 });
+    }
+    // A newer score moves a trace up the scores list; completing again with another start moves
+    // it in the traces list (and its labels change).
+    for (const k of [2, 9, 13]) {
+      await store.results.insert(
+        {
+          project: 'p',
+          traceId: traceId(k),
+          policy: 'later',
+          digest: 'd1',
+          results: [{ evaluator: 'e', outcome: 'OUTCOME_SCORED', scores: [], durationMs: 1 }],
+          scoredAt: T0 + 1_000 + (k % 2),
+        },
+        false,
+      );
+    }
+    await complete(traceId(5), { env: 'dev', team: 'a' }, { digest: 'd2', previous: 'd1' });
+    await complete(traceId(7), { env: 'prod' }, { at: T0 + 500, digest: 'd2', previous: 'd1' });
+
+    const allTraces = (await store.traces.list({ project: 'p' }, { pageSize: 100 })).items;
+    const allScored = (await store.results.list({ project: 'p' }, { pageSize: 100 })).items;
+    expect(allTraces).toHaveLength(24);
+    expect(allScored.slice(0, 3).map((e) => e.trace.traceId)).toEqual(
+      [13, 9, 2].map((k) => traceId(k)),
+    );
+    expect(allTraces[0]?.traceId).toBe(traceId(7));
+    const has = (labels: Record<string, string>, of: Record<string, string>) =>
+      Object.entries(labels).every(([k, v]) => of[k] === v);
+    for (const labels of <Record<string, string>[]>[
+      { team: 'a' },
+      { env: 'dev' },
+      { env: 'prod', team: 'a' },
+      { env: 'x' },
+    ]) {
+      const walkTraces = allTraces.filter((t) => has(labels, t.labels)).map((t) => t.traceId);
+      const walkScored = allScored
+        .filter((e) => has(labels, e.trace.labels))
+        .map((e) => e.trace.traceId);
+      for (const pageSize of [1, 4, 7]) {
+        const traces: string[] = [];
+        const scored: string[] = [];
+        let token: string | undefined;
+        do {
+          const page = await store.traces.list(
+            { project: 'p', labels },
+            { pageSize, ...(token === undefined ? {} : { pageToken: token }) },
+          );
+          traces.push(...page.items.map((t) => t.traceId));
+          token = page.nextPageToken;
+        } while (token !== undefined);
+        do {
+          const page = await store.results.list(
+            { project: 'p', labels },
+            { pageSize, ...(token === undefined ? {} : { pageToken: token }) },
+          );
+          scored.push(...page.items.map((e) => e.trace.traceId));
+          token = page.nextPageToken;
+        } while (token !== undefined);
+        expect(traces, JSON.stringify({ labels, pageSize })).toEqual(walkTraces);
+        expect(scored, JSON.stringify({ labels, pageSize })).toEqual(walkScored);
+      }
+    }
+    // With other filters: a window of start times, a score time, a policy.
+    const since = T0 + 20;
+    expect(
+      await traceIds({ project: 'p', labels: { team: 'a' }, since: new Date(since).toISOString() }),
+    ).toEqual(
+      allTraces
+        .filter((t) => t.labels.team === 'a' && Date.parse(t.startTime) >= since)
+        .map((t) => t.traceId)
+        .slice(0, 10),
+    );
+    expect(await scoredIds({ project: 'p', labels: { team: 'a' }, since: T0 + 1_000 })).toEqual(
+      [9, 2].map((k) => traceId(k)),
+    );
+    expect(await scoredIds({ project: 'p', labels: { env: 'prod' }, policy: 'later' })).toEqual(
+      [13, 9, 2].map((k) => traceId(k)),
+    );
+    expect(await scoredIds({ project: 'p', labels: { env: 'dev' }, policy: 'later' })).toEqual([]);
+  });
+
   it('answers an empty page for filters that match nothing, and checks every other filter', async () => {
     await complete(traceId(1), { team: 'a' }, { service: 'checkout', source: 'mlflow' });
     await complete(traceId(2), { team: 'a' }, { at: T0 + 10 });
@@ -235,6 +325,100 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 
+  it("reads a label's page from its entries in the list's order, without sorting", async () => {
+    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
+    await store.close();
+    const file = new Database(join(dir, SQLITE_FILE_NAME));
+    const queries: { sql: string; parameters: readonly unknown[] }[] = [];
+    const db = new Kysely<Tables>({
+      dialect: new SqliteDialect({ database: file }),
+      log: (event) => {
+        if (event.level === 'query') queries.push(event.query);
+      },
+    });
+    const plans = () =>
+      queries
+        .filter((q) => q.sql.includes('"trace_labels" as "l"'))
+        .map((q) =>
+          (
+            file.prepare(`explain query plan ${q.sql}`).all(...(q.parameters as unknown[])) as {
+              detail: string;
+            }[]
+          )
+            .map((p) => p.detail)
+            .join('\n'),
+        );
+    try {
+      await new KyselyTraceStore(db, 'sqlite').list(
+        {
+          project: 'p',
+          labels: { env: 'dev' },
+          name: 'n',
+          since: '2026-01-01T00:00:00Z',
+        },
+        { pageSize: 50 },
+      );
+      await new KyselyResultStore(db, 'sqlite').list(
+        { project: 'p', labels: { env: 'dev' }, since: T0 },
+        { pageSize: 50 },
+      );
+      const [traces, scores] = plans();
+      expect(traces).toMatch(
+        /^SEARCH l USING COVERING INDEX trace_labels_start_idx \(project=\? AND key=\? AND value=\? AND start_ms>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
+      );
+      expect(scores).toMatch(
+        /^SEARCH l USING COVERING INDEX trace_labels_scored_idx \(project=\? AND key=\? AND value=\? AND scored_at>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
+      );
+      for (const plan of [traces, scores]) expect(plan).not.toMatch(/TEMP B-TREE|SCAN/);
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it('backfills the start and score times of labels written before migration 18', async () => {
+    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
+    await store.close();
+    const file = new Database(join(dir, SQLITE_FILE_NAME));
+    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    try {
+      // Back to migration 17's schema: its triggers, no order columns.
+      file.exec(`drop index trace_labels_start_idx; drop index trace_labels_scored_idx;
+        drop trigger trace_labels_order; drop trigger trace_labels_insert;
+        drop trigger trace_labels_update;
+        alter table trace_labels drop column start_ms; alter table trace_labels drop column scored_at;
+        create trigger trace_labels_insert after insert on traces when new.labels <> '{}' begin
+          insert or ignore into trace_labels (project, key, value, trace_id)
+            select new.project, key, value, new.trace_id from json_each(new.labels); end;
+        create trigger trace_labels_update after update of labels on traces
+          when new.labels is not old.labels begin
+          delete from trace_labels where (project, key, value, trace_id) in
+            (select old.project, key, value, old.trace_id from json_each(old.labels));
+          insert or ignore into trace_labels (project, key, value, trace_id)
+            select new.project, key, value, new.trace_id from json_each(new.labels); end;
+        insert into traces (project, trace_id, source, ingest_labels, first_seen_at, last_span_at,
+          completed_at, start_ms, labels, digest, record, scored_at)
+        values ('p', 'a', '', '{}', 1, 1, 2, 100, '{"env":"dev","tier":"x"}', 'd', '{}', 300),
+          ('p', 'b', '', '{}', 1, 1, 2, 200, '{"env":"dev"}', 'd', '{}', null);`);
+      await labelOrder.up(db as unknown as Kysely<unknown>, 'sqlite');
+      expect(
+        file
+          .prepare('select key, trace_id, start_ms, scored_at from trace_labels order by 1, 2')
+          .all(),
+      ).toEqual([
+        { key: 'env', trace_id: 'a', start_ms: 100, scored_at: 300 },
+        { key: 'env', trace_id: 'b', start_ms: 200, scored_at: null },
+        { key: 'tier', trace_id: 'a', start_ms: 100, scored_at: 300 },
+      ]);
+      // And kept from then on.
+      file.exec(`update traces set scored_at = 400 where trace_id = 'b'`);
+      expect(file.prepare(`select scored_at from trace_labels where trace_id = 'b'`).get()).toEqual(
+        { scored_at: 400 },
+      );
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it('leads by a rare outcome, and by the few traces two common labels share', async () => {
     const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
     await store.close();
@@ -272,6 +456,22 @@ describe('the plans of the leading probes on SQLite', () => {
       expect(
         await leadingTraces(db, { project: 'p', labels: { tier: 'trial', team: 'a' } }),
       ).toBeUndefined();
+      // Then the label matching fewest reads its entries in the list's order (the first of equals).
+      expect(await planLead(db, { project: 'p', labels: { tier: 'trial', team: 'a' } })).toEqual({
+        label: ['tier', 'trial'],
+      });
+      // A label matching fewest leads so, ids of another filter when it matches fewer.
+      expect(
+        await planLead(db, { project: 'p', labels: { env: 'dev' }, outcome: 'OUTCOME_ERROR' }),
+      ).toEqual({ ids: ['a'] });
+      labelled('canary', 'true', 7, 7);
+      expect(
+        await planLead(db, { project: 'p', labels: { canary: 'true' }, outcome: 'OUTCOME_SCORED' }),
+      ).toEqual({ label: ['canary', 'true'] });
+      // Reads not in a list's order (aggregates) take a rare label's ids.
+      expect(await leadingTraces(db, { project: 'p', labels: { canary: 'true' } })).toEqual([
+        traceId(7),
+      ]);
     } finally {
       await db.destroy();
     }

@@ -39,7 +39,7 @@ import type {
   WholeTrace,
 } from './ports.js';
 import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
-import { leadingTraces, traceIdIn } from './trace-filters.js';
+import { otherLabelsMatch, planLead, runList, traceIdIn } from './trace-filters.js';
 
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
@@ -209,6 +209,9 @@ export const SUMMARY_COLUMNS = [
   'last_span_at',
   'usage',
 ] as const;
+
+/** SUMMARY_COLUMNS named by table, for queries that join another table with the same names. */
+export const TRACE_SUMMARY = SUMMARY_COLUMNS.map((c) => `traces.${c}` as const);
 
 export function fromRow(
   row: Pick<Selectable<TracesTable>, (typeof SUMMARY_COLUMNS)[number]>,
@@ -642,43 +645,66 @@ export class KyselyTraceStore implements TraceStore {
   async list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>> {
     const limit = pageLimit(page);
     const after = decodePageToken(page.pageToken);
-    const lead =
+    const plan =
       filter.project === undefined
-        ? undefined
-        : await leadingTraces(this.db, { ...filter, project: filter.project });
+        ? {}
+        : await planLead(this.db, { ...filter, project: filter.project });
+    const lead = plan.ids;
     if (lead?.length === 0) return { items: [] };
+    // A label leads in the list's order (its entries in trace_labels_start_idx, each trace read
+    // by key) unless ids lead; else the walk of traces_project_start_idx (or the service's).
+    const label = lead === undefined ? plan.label : undefined;
+    const order = label === undefined ? 'traces' : 'l';
     let q = this.db
       .selectFrom('traces')
-      .select([...SUMMARY_COLUMNS])
-      .where('completed_at', 'is not', null)
-      .orderBy('start_ms', 'desc')
-      .orderBy('trace_id', 'desc')
+      .$if(label !== undefined, (b) =>
+        b.innerJoin('trace_labels as l', (j) =>
+          j.onRef('l.project', '=', 'traces.project').onRef('l.trace_id', '=', 'traces.trace_id'),
+        ),
+      )
+      .select(TRACE_SUMMARY)
+      .where('traces.completed_at', 'is not', null)
+      .orderBy(sql.ref(`${order}.start_ms`), 'desc')
+      .orderBy(sql.ref(`${order}.trace_id`), 'desc')
       .limit(limit + 1);
-    if (filter.project !== undefined) q = q.where('project', '=', filter.project);
-    if (filter.service !== undefined) q = q.where('service', '=', filter.service);
+    if (label !== undefined && filter.project !== undefined) {
+      q = q.where(
+        sql<SqlBool>`l.project = ${filter.project} and l.key = ${label[0]} and l.value = ${label[1]}`,
+      );
+    }
+    if (filter.project !== undefined) q = q.where('traces.project', '=', filter.project);
+    if (filter.service !== undefined) q = q.where('traces.service', '=', filter.service);
     if (filter.services !== undefined) {
       // An empty grant sees nothing (`in ()` is not valid SQL).
       q =
         filter.services.length > 0
-          ? q.where('service', 'in', [...filter.services])
+          ? q.where('traces.service', 'in', [...filter.services])
           : q.where(sql<SqlBool>`1 = 0`);
     }
-    if (filter.name !== undefined) q = q.where('name', '=', filter.name);
-    if (filter.source !== undefined) q = q.where('source', '=', filter.source);
-    if (filter.error !== undefined) q = q.where('error', '=', filter.error ? 1 : 0);
-    if (filter.since !== undefined) q = q.where('start_ms', '>=', toMillis(filter.since, 'since'));
-    if (filter.until !== undefined) q = q.where('start_ms', '<', toMillis(filter.until, 'until'));
-    const labels = labelsMatch(this.dialect, filter.labels);
+    if (filter.name !== undefined) q = q.where('traces.name', '=', filter.name);
+    if (filter.source !== undefined) q = q.where('traces.source', '=', filter.source);
+    if (filter.error !== undefined) q = q.where('traces.error', '=', filter.error ? 1 : 0);
+    const start = sql.ref(`${order}.start_ms`);
+    if (filter.since !== undefined) {
+      q = q.where(sql<SqlBool>`${start} >= ${toMillis(filter.since, 'since')}`);
+    }
+    if (filter.until !== undefined) {
+      q = q.where(sql<SqlBool>`${start} < ${toMillis(filter.until, 'until')}`);
+    }
+    const labels =
+      label === undefined || filter.project === undefined
+        ? labelsMatch(this.dialect, filter.labels)
+        : otherLabelsMatch(this.dialect, filter.project, filter.labels, label);
     if (labels !== undefined) q = q.where(labels);
     const scored = resultsExist(filter);
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {
-      q = q.where((eb) =>
-        eb(eb.refTuple('start_ms', 'trace_id'), '<', eb.tuple(after.at, after.id)),
+      q = q.where(
+        sql<SqlBool>`(${start}, ${sql.ref(`${order}.trace_id`)}) < (${after.at}, ${after.id})`,
       );
     }
-    const rows = await q.execute();
+    const rows = await runList(this.db, this.dialect, q);
     const items = rows.slice(0, limit);
     const last = items.at(-1);
     const out = items.map(fromRow);

@@ -16,6 +16,7 @@ import { readIndexes } from './0014-read-indexes.js';
 import { scoreRollup } from './0015-score-rollup.js';
 import { resultsOutcomeIndex } from './0016-results-outcome-index.js';
 import { spanChunkFormat } from './0017-span-chunk-format.js';
+import { labelOrder } from './0018-label-order.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -39,4 +40,5 @@ export const MIGRATIONS: readonly Migration[] = [
   scoreRollup,
   resultsOutcomeIndex,
   spanChunkFormat,
+  labelOrder,
 ];
