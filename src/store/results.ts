@@ -17,8 +17,8 @@ import type {
 } from './ports.js';
 import type { Database } from './schema.js';
 import { aggregateScores } from './score-aggregate.js';
-import { otherLabelsMatch, planLead, runList, traceIdIn } from './trace-filters.js';
-import { resultsExist, SUMMARY_COLUMNS, TRACE_SUMMARY, fromRow as traceFromRow } from './traces.js';
+import { leadingTraces, runList, traceIdIn } from './trace-filters.js';
+import { resultsExist, SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
 
 type PolicyEntry = ScoredTrace['policies'][number];
 
@@ -336,37 +336,20 @@ export class KyselyResultStore implements ResultStore {
   async list(filter: ScoreFilter, page: PageRequest): Promise<Page<ScoredTrace>> {
     const limit = pageLimit(page);
     const after = decodeProjectPageToken(page.pageToken);
-    const plan =
+    const lead =
       filter.project === undefined
-        ? {}
-        : await planLead(this.db, { ...filter, project: filter.project });
-    const lead = plan.ids;
+        ? undefined
+        : await leadingTraces(this.db, { ...filter, project: filter.project });
     if (lead?.length === 0) return { items: [] };
-    // A label leads in the list's order (its entries in trace_labels_scored_idx, each trace read
-    // by key) unless ids lead; else the walk of traces_scored_idx. The label's entries are of one
-    // project: ordered by score time and trace, as the list is within a project.
-    const label = lead === undefined ? plan.label : undefined;
-    const order = label === undefined ? 'traces' : 'l';
-    const scoredAt = sql.ref(`${order}.scored_at`);
     let q = this.db
       .selectFrom('traces')
-      .$if(label !== undefined, (b) =>
-        b.innerJoin('trace_labels as l', (j) =>
-          j.onRef('l.project', '=', 'traces.project').onRef('l.trace_id', '=', 'traces.trace_id'),
-        ),
-      )
-      .select([...TRACE_SUMMARY, 'traces.scored_at'])
-      .where(sql<SqlBool>`${scoredAt} is not null`)
+      .select([...SUMMARY_COLUMNS, 'scored_at'])
+      .where('traces.scored_at', 'is not', null)
       .where('traces.completed_at', 'is not', null)
-      .orderBy(scoredAt, 'desc')
-      .orderBy(sql.ref(`${order}.project`), 'desc')
-      .orderBy(sql.ref(`${order}.trace_id`), 'desc')
+      .orderBy('traces.scored_at', 'desc')
+      .orderBy('traces.project', 'desc')
+      .orderBy('traces.trace_id', 'desc')
       .limit(limit + 1);
-    if (label !== undefined && filter.project !== undefined) {
-      q = q.where(
-        sql<SqlBool>`l.project = ${filter.project} and l.key = ${label[0]} and l.value = ${label[1]}`,
-      );
-    }
     if (filter.project !== undefined) q = q.where('traces.project', '=', filter.project);
     if (filter.service !== undefined) {
       // Not by the service index: it would read every trace of the service to sort them by score
@@ -384,18 +367,19 @@ export class KyselyResultStore implements ResultStore {
           ? q.where('traces.service', 'in', [...filter.services])
           : q.where(sql<SqlBool>`1 = 0`);
     }
-    if (filter.since !== undefined) q = q.where(sql<SqlBool>`${scoredAt} >= ${filter.since}`);
-    const labels =
-      label === undefined || filter.project === undefined
-        ? labelsMatch(this.dialect, filter.labels)
-        : otherLabelsMatch(this.dialect, filter.project, filter.labels, label);
+    if (filter.since !== undefined) q = q.where('traces.scored_at', '>=', filter.since);
+    const labels = labelsMatch(this.dialect, filter.labels);
     if (labels !== undefined) q = q.where(labels);
     const scored = resultsExist({ policy: filter.policy, evaluator: filter.evaluator });
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {
-      q = q.where(
-        sql<SqlBool>`(${scoredAt}, ${sql.ref(`${order}.project`)}, ${sql.ref(`${order}.trace_id`)}) < (${after.at}, ${after.project}, ${after.id})`,
+      q = q.where((eb) =>
+        eb(
+          eb.refTuple('traces.scored_at', 'traces.project', 'traces.trace_id'),
+          '<',
+          eb.tuple(after.at, after.project, after.id),
+        ),
       );
     }
     const rows = await runList(this.db, this.dialect, q);

@@ -79,9 +79,8 @@ export interface TraceLabelsTable {
   key: string;
   value: string;
   trace_id: string;
-  /** The trace's start and score times, for reading a label's traces in a list's order (migration 18; kept by triggers). */
+  /** The trace's start time, for reading a label's traces in the traces list's order (migration 18; kept by triggers). */
   start_ms: Generated<number | null>;
-  scored_at: Generated<number | null>;
 }
 
 /** Numeric scores counted and summed per width and bucket (migration 15; kept by triggers). */

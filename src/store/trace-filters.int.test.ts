@@ -325,7 +325,7 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 
-  it("reads a label's page from its entries in the list's order, without sorting", async () => {
+  it("reads a label's page of the traces list from its entries in that order, without sorting", async () => {
     const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
     await store.close();
     const file = new Database(join(dir, SQLITE_FILE_NAME));
@@ -366,26 +366,24 @@ describe('the plans of the leading probes on SQLite', () => {
       expect(traces).toMatch(
         /^SEARCH l USING COVERING INDEX trace_labels_start_idx \(project=\? AND key=\? AND value=\? AND start_ms>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
       );
-      expect(scores).toMatch(
-        /^SEARCH l USING COVERING INDEX trace_labels_scored_idx \(project=\? AND key=\? AND value=\? AND scored_at>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
-      );
-      for (const plan of [traces, scores]) expect(plan).not.toMatch(/TEMP B-TREE|SCAN/);
+      expect(scores).toBeUndefined();
+      expect(traces).not.toMatch(/TEMP B-TREE|SCAN/);
     } finally {
       await db.destroy();
     }
   });
 
-  it('backfills the start and score times of labels written before migration 18', async () => {
+  it('backfills the start times of labels written before migration 18', async () => {
     const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
     await store.close();
     const file = new Database(join(dir, SQLITE_FILE_NAME));
     const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
     try {
       // Back to migration 17's schema: its triggers, no order columns.
-      file.exec(`drop index trace_labels_start_idx; drop index trace_labels_scored_idx;
+      file.exec(`drop index trace_labels_start_idx;
         drop trigger trace_labels_order; drop trigger trace_labels_insert;
         drop trigger trace_labels_update;
-        alter table trace_labels drop column start_ms; alter table trace_labels drop column scored_at;
+        alter table trace_labels drop column start_ms;
         create trigger trace_labels_insert after insert on traces when new.labels <> '{}' begin
           insert or ignore into trace_labels (project, key, value, trace_id)
             select new.project, key, value, new.trace_id from json_each(new.labels); end;
@@ -401,19 +399,17 @@ describe('the plans of the leading probes on SQLite', () => {
           ('p', 'b', '', '{}', 1, 1, 2, 200, '{"env":"dev"}', 'd', '{}', null);`);
       await labelOrder.up(db as unknown as Kysely<unknown>, 'sqlite');
       expect(
-        file
-          .prepare('select key, trace_id, start_ms, scored_at from trace_labels order by 1, 2')
-          .all(),
+        file.prepare('select key, trace_id, start_ms from trace_labels order by 1, 2').all(),
       ).toEqual([
-        { key: 'env', trace_id: 'a', start_ms: 100, scored_at: 300 },
-        { key: 'env', trace_id: 'b', start_ms: 200, scored_at: null },
-        { key: 'tier', trace_id: 'a', start_ms: 100, scored_at: 300 },
+        { key: 'env', trace_id: 'a', start_ms: 100 },
+        { key: 'env', trace_id: 'b', start_ms: 200 },
+        { key: 'tier', trace_id: 'a', start_ms: 100 },
       ]);
       // And kept from then on.
-      file.exec(`update traces set scored_at = 400 where trace_id = 'b'`);
-      expect(file.prepare(`select scored_at from trace_labels where trace_id = 'b'`).get()).toEqual(
-        { scored_at: 400 },
-      );
+      file.exec(`update traces set start_ms = 400 where trace_id = 'b'`);
+      expect(file.prepare(`select start_ms from trace_labels where trace_id = 'b'`).get()).toEqual({
+        start_ms: 400,
+      });
     } finally {
       await db.destroy();
     }

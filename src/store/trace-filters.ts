@@ -163,7 +163,8 @@ export async function planLead(
 
 /**
  * The traces that may match `filter` when some indexed filter, labels included, is selective
- * (`planLead`'s ids, labels leading by ids too): for reads not in a list's order (aggregates).
+ * (`planLead`'s ids, labels leading by ids too): for the scores list (trace_labels does not
+ * carry its order: migration 18) and reads not in a list's order (aggregates).
  */
 export async function leadingTraces(
   db: Kysely<Database>,
