@@ -748,7 +748,7 @@ async function run(label: string, store: string): Promise<void> {
     const met = h.count > 0 && h.p95 <= 1;
     console.log(
       `${label} budget: freshness p95 ≤ 1 s at steady load: ${met ? 'met' : 'NOT met'} (p95 ${seconds(h.p95, h.max)}); ` +
-        `server peak RSS ${fmt(rssMb(pid), 0)} MB (budget ≤ 300 MB; ${fmt(startRss, 0)} MB once started, from source via tsx); load average ${load()}`,
+        `server peak RSS ${fmt(rssMb(pid), 0)} MB (budget ≤ 300 MB; ${fmt(startRss, 0)} MB once started, ${ENTRY[0] === 'dist/main.js' ? 'compiled' : 'from source via tsx'}); load average ${load()}`,
     );
   } finally {
     // SIGTERM first: a CPU profile is written only on a clean exit.
