@@ -292,11 +292,28 @@ describe('the plans of the leading probes on SQLite', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('searches an index for every filter, never scans a table', async () => {
+  /** The store's SQLite file, migrated, opened by a connection of the test's own. */
+  const migratedFile = async (
+    onQuery?: (query: { sql: string; parameters: readonly unknown[] }) => void,
+  ) => {
     const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
     await store.close();
     const file = new Database(join(dir, SQLITE_FILE_NAME));
-    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    const db = new Kysely<Tables>({
+      dialect: new SqliteDialect({ database: file }),
+      ...(onQuery === undefined
+        ? {}
+        : {
+            log: (event) => {
+              if (event.level === 'query') onQuery(event.query);
+            },
+          }),
+    });
+    return { file, db };
+  };
+
+  it('searches an index for every filter, never scans a table', async () => {
+    const { file, db } = await migratedFile();
     try {
       const probes = probesOf(db, {
         project: 'p',
@@ -326,16 +343,8 @@ describe('the plans of the leading probes on SQLite', () => {
   });
 
   it("reads a label's page of the traces list from its entries in that order, without sorting", async () => {
-    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
-    await store.close();
-    const file = new Database(join(dir, SQLITE_FILE_NAME));
     const queries: { sql: string; parameters: readonly unknown[] }[] = [];
-    const db = new Kysely<Tables>({
-      dialect: new SqliteDialect({ database: file }),
-      log: (event) => {
-        if (event.level === 'query') queries.push(event.query);
-      },
-    });
+    const { file, db } = await migratedFile((query) => queries.push(query));
     const plans = () =>
       queries
         .filter((q) => q.sql.includes('"trace_labels" as "l"'))
@@ -374,10 +383,7 @@ describe('the plans of the leading probes on SQLite', () => {
   });
 
   it('backfills the start times of labels written before migration 18', async () => {
-    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
-    await store.close();
-    const file = new Database(join(dir, SQLITE_FILE_NAME));
-    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    const { file, db } = await migratedFile();
     try {
       // Back to migration 17's schema: its triggers, no order columns.
       file.exec(`drop index trace_labels_start_idx;
@@ -416,10 +422,7 @@ describe('the plans of the leading probes on SQLite', () => {
   });
 
   it('leads by a rare outcome, and by the few traces two common labels share', async () => {
-    const store = await openStore({ driver: 'sqlite' }, { clock: new FakeClock(T0), dataDir: dir });
-    await store.close();
-    const file = new Database(join(dir, SQLITE_FILE_NAME));
-    const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: file }) });
+    const { file, db } = await migratedFile();
     try {
       const row = (id: string, outcome: string) =>
         `('p', '${id}', 'quality', 'd', 'e', 0, '${outcome}', '{}', ${T0})`;
