@@ -219,8 +219,15 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
     const listedBefore = fake.requestsTo(OBSERVATIONS).length;
     await runsReach(c.base, (await windowRuns(c.base)).length + 1, 120_000);
     const beside = fake.requestsTo(OBSERVATIONS).slice(listedBefore);
-    expect(new Set(beside.map((r) => r.publicKey)).size).toBe(1);
     expect(beside.length).toBeGreaterThan(0);
+    // Each range listed by one replica only (on a slow machine two windows may come due while
+    // this waits, one taken by each).
+    const listedBy = new Map<string, Set<string | undefined>>();
+    for (const r of beside) {
+      const range = `${r.query.get('fromStartTime')}/${r.query.get('toStartTime')}`;
+      listedBy.set(range, (listedBy.get(range) ?? new Set()).add(r.publicKey));
+    }
+    expect([...listedBy].filter(([, keys]) => keys.size > 1)).toEqual([]);
 
     // The replica fetching the window after is killed mid-fetch; the other takes it over once
     // the lease (sources.lease_timeout) lapses, and goes on past it.
