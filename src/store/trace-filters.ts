@@ -109,8 +109,8 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
 /**
  * How a list finds its page. `ids`: the traces that may match `filter` when some indexed filter
  * other than a label is selective (those of the filter matching the fewest, at most LEAD_MAX;
- * possibly none: the list is empty). `label`: a label filter whose entries the list reads in its
- * own order (trace_labels' order indexes, migration 18) until a page matches every filter: a page
+ * possibly none: the list is empty). `label`: a label filter whose entries the traces list reads
+ * in its order (trace_labels_start_idx, migration 18) until a page matches every filter: a page
  * costs about a page of entries for a label alone however many traces it matches, and never more
  * entries than the label has. A label leads so when it matches fewest (reading its ids would read
  * them all), when every filter is a label (the one matching fewest, counts capped at
