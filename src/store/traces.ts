@@ -211,7 +211,7 @@ export const SUMMARY_COLUMNS = [
 ] as const;
 
 /** SUMMARY_COLUMNS named by table, for queries that join another table with the same names. */
-export const TRACE_SUMMARY = SUMMARY_COLUMNS.map((c) => `traces.${c}` as const);
+const TRACE_SUMMARY = SUMMARY_COLUMNS.map((c) => `traces.${c}` as const);
 
 export function fromRow(
   row: Pick<Selectable<TracesTable>, (typeof SUMMARY_COLUMNS)[number]>,
