@@ -7,6 +7,7 @@ import { createOutboundGuard } from '../net/index.js';
 import {
   AnnotationService,
   PolicyEngine,
+  type PolicyEngineObserver,
   type PolicyEventSink,
   PolicyService,
   type PolicyServiceDeps,
@@ -19,7 +20,9 @@ import type { BuildBase } from './base.js';
 /** The online scoring engine as configured (`online.*`). */
 export function buildPolicyEngine(
   config: Readonly<Config>,
-  deps: BuildBase & {
+  deps: Omit<BuildBase, 'metrics'> & {
+    /** The engine's counters (the main thread's Metrics, or the scoring worker's forwarder). */
+    observer: PolicyEngineObserver;
     evaluation: EvaluationService;
     events: PolicyEventSink;
     sinks: readonly ResultSink[];
@@ -33,7 +36,7 @@ export function buildPolicyEngine(
     judge: (name) => evaluation.findJudge(name),
     events: deps.events,
     sinks: deps.sinks,
-    observer: deps.metrics,
+    observer: deps.observer,
     logger: deps.logger,
     options: {
       concurrency: config.online.concurrency,
@@ -94,17 +97,27 @@ export function createPolicyService(
   });
 }
 
-/** The online scoring engine and the policy service that wakes it when a policy changes. */
+/**
+ * The online scoring engine (in-process) and the policy service that tells `scoring` (the
+ * scoring thread, or the engine itself) when a policy changed on this replica.
+ */
 export function buildPolicies(
   config: Readonly<Config>,
-  deps: Parameters<typeof buildPolicyEngine>[1] & { checkSink?: PolicyServiceDeps['checkSink'] },
+  deps: BuildBase & {
+    evaluation: EvaluationService;
+    events: PolicyEventSink;
+    sinks: readonly ResultSink[];
+    checkSink?: PolicyServiceDeps['checkSink'];
+    scoring: () => { invalidate(): void; wake(): void };
+  },
 ): { engine: PolicyEngine; service: PolicyService } {
-  const engine = buildPolicyEngine(config, deps);
+  const engine = buildPolicyEngine(config, { ...deps, observer: deps.metrics });
   const service = createPolicyService(config, {
     ...deps,
     onChange: () => {
-      engine.invalidate();
-      engine.wake();
+      const scoring = deps.scoring();
+      scoring.invalidate();
+      scoring.wake();
     },
   });
   return { engine, service };

@@ -31,6 +31,7 @@ import { buildRunRetention, buildRuns, serverRunTargets } from './build-runs.js'
 import { boundAddress, buildHttpServer } from './build-server.js';
 import { buildSources } from './build-sources.js';
 import { closes, loop } from './lifecycle.js';
+import { ScoringThread } from './scoring-thread.js';
 
 export {
   createEvaluationService,
@@ -139,7 +140,7 @@ async function assemble(
   const judging = buildEvaluation(config, { env, clock, logger, metrics });
   const evaluation = judging.service;
   const plugins = await buildPlugins(config, { registry: evaluation.registry, logger });
-  const ingest = buildIngest(config, { ...base, onCompleted: () => engine.wake() });
+  const ingest = buildIngest(config, { ...base, onCompleted: () => scoring.wake() });
   const { redactor, limits, completer } = ingest;
   const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
   const events = webhooks.emitter;
@@ -157,7 +158,21 @@ async function assemble(
     evaluation,
     events,
     sinks,
+    scoring: () => scoring,
   });
+  // listen() scores in a worker thread (its own store connection, judge client, outbox and sinks)
+  // so scoring does not take CPU from the thread answering requests; an injected clock (tests)
+  // keeps the engine in-process, driven by tick(). The engine is the worker's fallback.
+  const scoring =
+    clock === systemClock
+      ? new ScoringThread({
+          data: { config, env },
+          fallback: engine,
+          observer: metrics,
+          onWebhooksEnqueued: () => webhooks.dispatcher.wake(),
+          logger,
+        })
+      : engine;
   registerStateGauges(metrics, { store, clock, webhooks: webhooks.service, sources });
   const idempotency = new IdempotencyService({ store, clock, logger });
   const datasets = createDatasetService(config, { env, logger, clock, proxy });
@@ -219,7 +234,7 @@ async function assemble(
     loop('write-backs', writeBacks),
     // Only replicas that run the engine pull, so a source is never read twice at once.
     loop('source-manager', sourceManager, config.online.enabled),
-    loop('policy-engine', engine, config.online.enabled),
+    loop('policy-engine', scoring, config.online.enabled),
     ingest.component,
     ...(extProc === undefined ? [] : [extProc]),
     http.component,

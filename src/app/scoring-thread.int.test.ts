@@ -1,0 +1,176 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
+import { eventually } from '../../test/support/process.js';
+import { storeVariants } from '../../test/support/stores.js';
+import { OPEN_PRINCIPAL } from '../auth/index.js';
+import { loadConfig } from '../config/index.js';
+import { systemClock } from '../core/index.js';
+import { PolicyEngine } from '../policies/index.js';
+import { openStore } from '../store/index.js';
+import { Metrics } from '../telemetry/index.js';
+import { WebhookOutbox } from '../webhooks/index.js';
+import { TestReceiver } from '../webhooks/receiver.testkit.js';
+import { type App, createApp } from './index.js';
+import { ScoringThread } from './scoring-thread.js';
+
+/**
+ * Online scoring in its worker thread, end to end in a listening app (system clock): OTLP in,
+ * completed on arrival, scored by the worker (its own store connection), the results and the
+ * `trace.scored` delivery stored, delivered by the main thread's dispatcher, and the worker's
+ * metrics forwarded to the main thread's /metrics.
+ */
+describe.each(storeVariants())('ScoringThread on $name', (variant) => {
+  let hooks: TestReceiver;
+  let app: App;
+  let dataDir: string;
+  let dispose: () => Promise<void>;
+
+  beforeAll(async () => {
+    hooks = await TestReceiver.start();
+  });
+  afterAll(async () => {
+    await hooks.close();
+  });
+  beforeEach(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'touchstone-scoring-'));
+    const store = await variant.open();
+    dispose = store.dispose;
+    const config = loadConfig({
+      overrides: {
+        data_dir: dataDir,
+        listen: '127.0.0.1:0',
+        log_level: 'silent',
+        webhooks: { allow_hosts: ['127.0.0.1'] },
+        ...store.overrides,
+      },
+    });
+    app = await createApp(config, {
+      env: {},
+      processMetrics: false,
+      logger: pino({ level: 'silent' }),
+    });
+    hooks.received.length = 0;
+  });
+  afterEach(async () => {
+    await app.close();
+    await dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('scores in the worker: results and the delivery stored, metrics forwarded, stopped with the app', async () => {
+    const hook = await app.webhooks.service.apply(OPEN_PRINCIPAL, {
+      name: 'ops',
+      url: hooks.url,
+      events: ['trace.scored'],
+    });
+    hooks.secret = hook.secret ?? '';
+    await app.policies.apply(OPEN_PRINCIPAL, {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'weather' },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+    });
+    // The in-process engine is only the fallback: it must not be the one that scores here.
+    const inProcess = vi.spyOn(app.engine, 'start');
+    const ticked = vi.spyOn(app.engine, 'tick');
+    await app.listen();
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'weather' }, (tr) => {
+      traceId = agentTrace(tr, { fail: true });
+    });
+    const res = await app.server.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: jsonBody(spans),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.statusCode).toBe(200);
+
+    const scores = await eventually(async () => {
+      const r = await app.server.inject({ url: `/v1alpha1/traces/${traceId}/scores` });
+      const body = r.json() as { results: Record<string, { outcome: string }[]> };
+      return body.results.weather === undefined ? undefined : body;
+    });
+    expect(scores.results.weather).toEqual([
+      expect.objectContaining({ evaluator: 'tool-errors', outcome: 'OUTCOME_SCORED' }),
+    ]);
+    const delivered = await eventually(async () =>
+      hooks.received.find((r) => r.event === 'trace.scored'),
+    );
+    expect(delivered.verified).toBe(true);
+    const lines = await eventually(async () => {
+      const text = (await app.server.inject({ url: '/metrics' })).body.split('\n');
+      const want = [
+        'touchstone_policy_traces_scored_total{project="default",policy="weather"} 1',
+        'touchstone_online_freshness_seconds_count 1',
+      ];
+      return want.every((w) => text.includes(w)) ? text : undefined;
+    });
+    expect(lines).toContain(
+      'touchstone_policy_results_total{project="default",policy="weather",outcome="OUTCOME_SCORED"} 1',
+    );
+    expect(lines).toContain(
+      'touchstone_policy_traces_selected_total{project="default",policy="weather"} 1',
+    );
+    expect(inProcess).not.toHaveBeenCalled();
+    expect(ticked).not.toHaveBeenCalled();
+    await app.close();
+    // Stopped within the shutdown order: the store is closed and nothing fell back in-process.
+    expect(inProcess).not.toHaveBeenCalled();
+  });
+});
+
+describe('ScoringThread fallback', () => {
+  let dataDir: string;
+  beforeEach(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'touchstone-scoring-'));
+  });
+  afterEach(() => {
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('scores in-process when the worker cannot start', async () => {
+    const store = await openStore(
+      { store: { driver: 'sqlite' }, data_dir: dataDir },
+      { clock: systemClock },
+    );
+    // The worker's data dir is a file: its store cannot open, so the worker ends before ready.
+    const blocked = join(dataDir, 'not-a-dir');
+    writeFileSync(blocked, '');
+    const config = loadConfig({ overrides: { data_dir: blocked, log_level: 'silent' } });
+    const metrics = new Metrics({ processMetrics: false });
+    const fallback = new PolicyEngine({
+      store,
+      clock: systemClock,
+      registry: (await import('../evaluators/index.js')).defaultRegistry(),
+      judge: () => undefined,
+      events: new WebhookOutbox({ clock: systemClock }),
+    });
+    const started = vi.spyOn(fallback, 'start');
+    const warnings: string[] = [];
+    const thread = new ScoringThread({
+      data: { config, env: {} },
+      fallback,
+      observer: metrics,
+      logger: { warn: (_obj, msg) => warnings.push(msg) },
+    });
+    thread.start();
+    try {
+      await eventually(async () => (started.mock.calls.length > 0 ? true : undefined));
+      expect(thread.inWorker).toBe(false);
+      expect(warnings).toContain('online scoring worker did not start; scoring in-process');
+      // Wakes go to the engine that runs.
+      const woken = vi.spyOn(fallback, 'wake');
+      thread.wake();
+      expect(woken).toHaveBeenCalled();
+    } finally {
+      await thread.shutdown();
+      await thread.shutdown();
+      await store.close();
+    }
+  });
+});
