@@ -29,7 +29,7 @@
  * thread's file is the one whose name has thread id 0) under the directory PREFIX-LABEL.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
@@ -539,6 +539,7 @@ async function burst(client: Client, label: string, pid: number): Promise<void> 
   let next = 0;
   const cpu0 = cpuSeconds(pid);
   const main0 = cpuSeconds(pid, pid);
+  const scoring0 = scoringCpuSeconds(pid);
   const since = Date.now() - 1000;
   const start = Date.now();
   await Promise.all(
@@ -563,6 +564,11 @@ async function burst(client: Client, label: string, pid: number): Promise<void> 
   const { ok, after, slowestScrapeMs } = await client.drained(before, BURST, 600_000);
   const cpu = cpuSeconds(pid) - cpu0;
   const main = cpuSeconds(pid, pid) - main0;
+  const scoring = scoringCpuSeconds(pid);
+  const scoringMs =
+    scoring === undefined || scoring0 === undefined
+      ? 'in-process'
+      : fmt(((scoring - scoring0) * 1000) / BURST, 2);
   const scored = await client.scoredSince(since);
   const times = [...sentAt.keys()]
     .map((id) => scored.get(id)?.scoredAt ?? Number.NaN)
@@ -576,9 +582,25 @@ async function burst(client: Client, label: string, pid: number): Promise<void> 
       `${fmt(times.length / busy, 0)} traces/s, ${fmt(results / busy, 0)} results/s; ` +
       `queue drained ${fmt((last - lastAck) / 1000, 1)} s after the last trace was accepted (${fmt((last - start) / 1000, 1)} s after the first was sent)` +
       `${ok ? '' : ' — NOT drained in 10 min'}; slowest /metrics answer while draining ${fmt(slowestScrapeMs, 0)} ms; ` +
-      `server CPU ${fmt((cpu * 1000) / BURST, 2)} ms per trace (main thread ${fmt((main * 1000) / BURST, 2)})`,
+      `server CPU ${fmt((cpu * 1000) / BURST, 2)} ms per trace (main thread ${fmt((main * 1000) / BURST, 2)}, scoring thread ${scoringMs})`,
   );
   reportFreshness({ label, traces: BURST, sentAt, before, after, drained: ok, scored }, 'burst');
+}
+
+/**
+ * CPU seconds of the server's online scoring thread, found by its name (src/app/scoring-worker.ts
+ * names it `ts-scoring`); undefined when scoring runs on the main thread.
+ */
+function scoringCpuSeconds(pid: number): number | undefined {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() === 'ts-scoring')
+        return cpuSeconds(pid, Number(tid));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return undefined;
 }
 
 /** The highest RSS (MB) of a process seen while `sampler` runs: sampled every 200 ms. */
@@ -608,6 +630,7 @@ async function fast(client: Client, label: string, pid: number): Promise<Histogr
   let failures = 0;
   const cpu0 = cpuSeconds(pid);
   const main0 = cpuSeconds(pid, pid);
+  const scoring0 = scoringCpuSeconds(pid);
   const rss = rssSampler(pid);
   const since = Date.now() - 1000;
   const t0 = performance.now();
@@ -632,6 +655,11 @@ async function fast(client: Client, label: string, pid: number): Promise<Histogr
   const peak = rss.stop();
   const cpu = cpuSeconds(pid) - cpu0;
   const main = cpuSeconds(pid, pid) - main0;
+  const scoring = scoringCpuSeconds(pid);
+  const scoringMs =
+    scoring === undefined || scoring0 === undefined
+      ? 'in-process'
+      : fmt(((scoring - scoring0) * 1000) / accepted, 2);
   const scored = await client.scoredSince(since);
   console.log(
     `${label} fast steady: ${count} traces (${spans} spans, ${FAST_TRACES_PER_REQUEST} traces per request) offered at ${FAST_RATE}/s, ` +
@@ -645,7 +673,7 @@ async function fast(client: Client, label: string, pid: number): Promise<Histogr
   );
   console.log(
     `${label} fast steady cost: server CPU ${fmt((cpu * 1000) / accepted, 2)} ms per accepted trace ingested, completed and scored ` +
-      `(main thread ${fmt((main * 1000) / accepted, 2)}), ${fmt((cpu / drainedSecs) * 100, 0)}% of a core; ` +
+      `(main thread ${fmt((main * 1000) / accepted, 2)}, scoring thread ${scoringMs}), ${fmt((cpu / drainedSecs) * 100, 0)}% of a core; ` +
       `server RSS peak during the phase ${fmt(peak, 0)} MB; load average ${load()}`,
   );
   return h;

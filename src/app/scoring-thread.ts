@@ -12,7 +12,7 @@ const STOP_TIMEOUT_MS = 10_000;
  * old-generation limit under 2 GB keeps V8 collecting close to the live size. A batch that needs
  * more ends the worker, and scoring goes on in-process.
  */
-const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 48 };
+const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 16 };
 
 /** What the scoring worker builds its engine from: the server config and the environment. */
 export interface ScoringWorkerData {

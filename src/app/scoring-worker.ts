@@ -5,7 +5,7 @@
  * results do not take CPU from the thread that answers requests. Its metrics are forwarded to the
  * main thread in batches; deliveries it writes wake the main thread's webhook dispatcher.
  */
-
+import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { destination, pino } from 'pino';
 import { type Component, startAll, stopAll, systemClock } from '../core/index.js';
@@ -25,6 +25,14 @@ import {
   type ScoringWorkerData,
   type ToScoringWorker,
 } from './scoring-thread.js';
+
+/** This thread's name in `top -H`, ps and /proc (Linux; the benches read its CPU time by it). */
+const SCORING_THREAD_NAME = 'ts-scoring';
+try {
+  writeFileSync('/proc/thread-self/comm', SCORING_THREAD_NAME);
+} catch {
+  // Not Linux, or not permitted: the thread keeps its inherited name.
+}
 
 const data = workerData as ScoringWorkerData;
 const port = parentPort;
