@@ -25,6 +25,14 @@
  * in `GET /v1alpha1/scores` minus (its OTLP answer + the grace), which adds the completer's poll.
  * Budget (DESIGN §7): freshness p95 ≤ 1 s at steady load (2 cores); server RSS ≤ 300 MB.
  *
+ * CPU per trace is printed for the process, its main thread and the online scoring worker (the
+ * thread named `ts-scoring`; "in-process" for builds that score on the main thread). With scoring
+ * in that worker (docs/performance.md#scoring-in-its-own-thread-issue-24; compiled, 2 cores at
+ * load average 3.4–5.5, builds alternated, BENCH_ONLINE_SECONDS=5 BENCH_ONLINE_BURST=2000
+ * BENCH_ONLINE_FAST_SECONDS=20 BENCH_ONLINE_BACKLOG=0): main-thread CPU per accepted trace in the
+ * fast phase 1.6–1.9 → 0.84–0.90 ms on SQLite (the worker 0.94–1.00 ms), PostgreSQL freshness p95
+ * 27.5 → 0.47 s; peak RSS 289–299 → 370–416 MB (the worker's isolate: over the 300 MB budget).
+ *
  * BENCH_CPU_PROFILE=PREFIX writes V8 CPU profiles of the server process (every thread; the main
  * thread's file is the one whose name has thread id 0) under the directory PREFIX-LABEL.
  */
