@@ -33,6 +33,8 @@ try {
 } catch {
   // Not Linux, or not permitted: the thread keeps its inherited name.
 }
+// Unlike the completion worker, this thread keeps the process's priority: at nice 10 it accepted
+// no more traces and scored no sooner (docs/performance.md), and freshness is its budget.
 
 const data = workerData as ScoringWorkerData;
 const port = parentPort;
