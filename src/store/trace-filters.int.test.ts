@@ -471,6 +471,37 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 
+  it('lists the traces a results filter led without checking each against it again', async () => {
+    const queries: { sql: string }[] = [];
+    const { file, db } = await migratedFile((query) => queries.push(query));
+    try {
+      file.exec(`insert into traces (project, trace_id, source, ingest_labels, first_seen_at,
+          last_span_at, completed_at, start_ms, labels, digest, record, scored_at)
+        values ('p', 'a', '', '{}', 1, 1, 2, 100, '{}', 'd', '{}', 300),
+          ('p', 'b', '', '{}', 1, 1, 2, 200, '{}', 'd', '{}', 300);
+        insert into results (project, trace_id, policy, digest, evaluator, position, outcome,
+          result, scored_at)
+        values ('p', 'a', 'quality', 'd', 'e', 0, 'OUTCOME_ERROR', '{}', 300),
+          ('p', 'b', 'quality', 'd', 'e', 0, 'OUTCOME_SCORED', '{}', 300);`);
+      const traces = new KyselyTraceStore(db, 'sqlite');
+      const page = await traces.list({ project: 'p', outcome: 'OUTCOME_ERROR' }, { pageSize: 50 });
+      expect(page.items.map((t) => t.traceId)).toEqual(['a']);
+      const scores = new KyselyResultStore(db, 'sqlite');
+      const scored = await scores.list(
+        { project: 'p', policy: 'quality', evaluator: 'e' },
+        {
+          pageSize: 50,
+        },
+      );
+      expect(scored.items.map((t) => t.trace.traceId).sort()).toEqual(['a', 'b']);
+      const lists = queries.filter((q) => /^select .* from "traces"/s.test(q.sql));
+      expect(lists).toHaveLength(2);
+      for (const list of lists) expect(list.sql).not.toContain('from results');
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it('leads by a rare outcome, and by the few traces two common labels share', async () => {
     const { file, db } = await migratedFile();
     try {
@@ -529,7 +560,7 @@ describe('the plans of the leading probes on SQLite', () => {
           labels: { env: 'dev' },
           outcome: 'OUTCOME_ERROR',
         }),
-      ).toEqual({ ids: ['a'] });
+      ).toEqual({ ids: ['a'], resultsChecked: true });
       labelled('canary', 'true', 7, 7);
       expect(
         await planLead(db, 'sqlite', {

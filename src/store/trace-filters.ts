@@ -49,6 +49,19 @@ interface Probe {
   list: ProbeQuery;
   /** The trace `trace` (a column of the outer query) matches the filter, looked up by key. */
   has(trace: Expression<string>): Expression<SqlBool>;
+  /** The results filter (policy, evaluator, outcome): its traces match it exactly. */
+  results?: true;
+}
+
+/** How a list finds its page (see planLead). */
+export interface Lead {
+  ids?: string[];
+  label?: readonly [string, string];
+  /**
+   * Every id is known to have a result matching the filter's policy, evaluator and outcome (the
+   * results filter led, or the ids were checked against it): the list need not check again.
+   */
+  resultsChecked?: true;
 }
 
 /**
@@ -127,7 +140,7 @@ export function probesOf(
     q = q.orderBy('scored_at').orderBy('trace_id');
     const has = (trace: Expression<string>) =>
       resultsExist(dialect, filter, sql`${project}`, trace) as Expression<SqlBool>;
-    probes.push({ list: q, has });
+    probes.push({ list: q, has, results: true });
   }
   if (filter.source !== undefined && filter.source !== '') {
     probes.push(
@@ -166,8 +179,9 @@ export function probesOf(
  * entries than the label has. A label leads so when it matches fewest (reading its ids would read
  * them all), when every filter is a label (the one matching fewest, counts capped at
  * LEAD_MAX + 1), or when every filter matches more than LEAD_MAX traces and they are not few
- * together. Neither: the caller walks its order index. The caller still applies every filter;
- * these are candidates. Each filter is counted first (an index-only count of up to LEAD_MAX + 1
+ * together. Neither: the caller walks its order index. The caller still applies every filter
+ * (these are candidates) but the results filter when `resultsChecked`: checking each of up to
+ * 5,000 traces again read a result row per trace (its outcome is not in the primary key). Each filter is counted first (an index-only count of up to LEAD_MAX + 1
  * entries, well under a millisecond); ids are read only for the one that leads.
  */
 export async function planLead(
@@ -175,7 +189,7 @@ export async function planLead(
   dialect: StoreDialect,
   filter: IndexedFilter,
   byLabel = true,
-): Promise<{ ids?: string[]; label?: readonly [string, string] }> {
+): Promise<Lead> {
   const probes = probesOf(db, dialect, filter);
   // probesOf lists the labels first, in this order.
   const labels = byLabel ? Object.entries(filter.labels ?? {}) : [];
@@ -195,14 +209,18 @@ export async function planLead(
     const label = labels[lead.i];
     if (label !== undefined) return { label };
     const probe = probes[lead.i];
-    if (probe !== undefined) return { ids: distinctIds(await probe.list.execute()) };
+    if (probe !== undefined) {
+      const ids = distinctIds(await probe.list.execute());
+      return probe.results ? { ids, resultsChecked: true } : { ids };
+    }
   }
   // Labels only: a label's entries in order stop at a full page, where the intersection would
   // count each up to INTERSECT_MAX first (a pair took 13 ms with it, 8 without, on PostgreSQL at
   // 1M traces) and then walk the smaller one's to the end.
   if (probes.length > 1 && labels.length < probes.length) {
     const both = await intersection(db, probes, counts);
-    if (both !== undefined) return { ids: both };
+    // Each of them was checked against every filter's index, the results filter's included.
+    if (both !== undefined) return { ids: both, resultsChecked: true };
   }
   // Counts are capped: the first of equals drives.
   let driver: number | undefined;

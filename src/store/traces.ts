@@ -676,7 +676,7 @@ export class KyselyTraceStore implements TraceStore {
         ? labelsMatch(this.dialect, filter.labels)
         : otherLabelsMatch(this.dialect, filter.project, filter.labels, label);
     if (labels !== undefined) q = q.where(labels);
-    const scored = resultsExist(this.dialect, filter);
+    const scored = plan.resultsChecked ? undefined : resultsExist(this.dialect, filter);
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {
