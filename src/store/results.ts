@@ -17,8 +17,8 @@ import type {
 } from './ports.js';
 import type { Database } from './schema.js';
 import { aggregateScores } from './score-aggregate.js';
-import { leadingTraces, runList, traceIdIn } from './trace-filters.js';
-import { resultsExist, SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
+import { planLead, resultsExist, runList, traceIdIn } from './trace-filters.js';
+import { SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
 
 type PolicyEntry = ScoredTrace['policies'][number];
 
@@ -336,10 +336,11 @@ export class KyselyResultStore implements ResultStore {
   async list(filter: ScoreFilter, page: PageRequest): Promise<Page<ScoredTrace>> {
     const limit = pageLimit(page);
     const after = decodeProjectPageToken(page.pageToken);
-    const lead =
+    const plan =
       filter.project === undefined
-        ? undefined
-        : await leadingTraces(this.db, { ...filter, project: filter.project });
+        ? {}
+        : await planLead(this.db, this.dialect, { ...filter, project: filter.project }, false);
+    const lead = plan.ids;
     if (lead?.length === 0) return { items: [] };
     let q = this.db
       .selectFrom('traces')
@@ -370,7 +371,9 @@ export class KyselyResultStore implements ResultStore {
     if (filter.since !== undefined) q = q.where('traces.scored_at', '>=', filter.since);
     const labels = labelsMatch(this.dialect, filter.labels);
     if (labels !== undefined) q = q.where(labels);
-    const scored = resultsExist({ policy: filter.policy, evaluator: filter.evaluator });
+    const scored = plan.resultsChecked
+      ? undefined
+      : resultsExist(this.dialect, { policy: filter.policy, evaluator: filter.evaluator });
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {

@@ -53,7 +53,7 @@ export async function aggregateScores(
   if (byTrace !== undefined) {
     // A label matching few traces: their results by key, not every result in the range.
     const { project, labels, policy, evaluator } = filter;
-    const lead = await leadingTraces(db, { project, labels, policy, evaluator });
+    const lead = await leadingTraces(db, dialect, { project, labels, policy, evaluator });
     if (lead?.length === 0) return [];
     if (lead !== undefined) {
       byTrace = sql`${byTrace} and ${traceIdIn(dialect, lead, 'r.trace_id')}`;

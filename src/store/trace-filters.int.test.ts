@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { type Expression, Kysely, type SqlBool, SqliteDialect, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   PG_URL,
@@ -17,7 +17,7 @@ import { labelOrder } from './migrations/0018-label-order.js';
 import { KyselyResultStore } from './results.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
-import { LEAD_MAX, leadingTraces, planLead, probesOf } from './trace-filters.js';
+import { LEAD_MAX, leadingTraces, planLead, probesOf, resultsExist } from './trace-filters.js';
 import { KyselyTraceStore } from './traces.js';
 
 /**
@@ -315,7 +315,7 @@ describe('the plans of the leading probes on SQLite', () => {
   it('searches an index for every filter, never scans a table', async () => {
     const { file, db } = await migratedFile();
     try {
-      const probes = probesOf(db, {
+      const probes = probesOf(db, 'sqlite', {
         project: 'p',
         labels: { env: 'nowhere' },
         policy: 'quality',
@@ -323,12 +323,14 @@ describe('the plans of the leading probes on SQLite', () => {
         service: 'nowhere',
         source: 'nowhere',
       });
-      probes.push(...probesOf(db, { project: 'p', evaluator: 'nowhere' }));
-      probes.push(...probesOf(db, { project: 'p', outcome: 'OUTCOME_ERROR' }));
-      probes.push(...probesOf(db, { project: 'p', outcome: 'OUTCOME_ERROR', policy: 'quality' }));
+      probes.push(...probesOf(db, 'sqlite', { project: 'p', evaluator: 'nowhere' }));
+      probes.push(...probesOf(db, 'sqlite', { project: 'p', outcome: 'OUTCOME_ERROR' }));
+      probes.push(
+        ...probesOf(db, 'sqlite', { project: 'p', outcome: 'OUTCOME_ERROR', policy: 'quality' }),
+      );
       expect(probes).toHaveLength(7);
       for (const probe of probes) {
-        const { sql, parameters } = probe.compile();
+        const { sql, parameters } = probe.list.compile();
         const plan = file
           .prepare(`explain query plan ${sql}`)
           .all(...(parameters as unknown[])) as { detail: string }[];
@@ -336,6 +338,54 @@ describe('the plans of the leading probes on SQLite', () => {
           /^SEARCH \w+ USING (COVERING INDEX|PRIMARY KEY)/,
         );
         expect(plan.some((p) => p.detail.startsWith('SCAN'))).toBe(false);
+        // Read in the index's order: a count stops at LEAD_MAX + 1 entries.
+        expect(plan.some((p) => p.detail.includes('TEMP B-TREE'))).toBe(false);
+      }
+    } finally {
+      await db.destroy();
+    }
+  });
+
+  it("checks one trace against a result filter by the primary key, not the filter's index", async () => {
+    const { file, db } = await migratedFile();
+    const planOf = (query: { compile(): { sql: string; parameters: readonly unknown[] } }) => {
+      const { sql, parameters } = query.compile();
+      return (
+        file.prepare(`explain query plan ${sql}`).all(...(parameters as unknown[])) as {
+          detail: string;
+        }[]
+      )
+        .map((p) => p.detail)
+        .join('\n');
+    };
+    try {
+      // The lists' walk (every combination a list sends), and a probe's check in an intersection.
+      for (const filter of [
+        { policy: 'quality' },
+        { evaluator: 'e' },
+        { policy: 'quality', evaluator: 'e' },
+        { outcome: 'OUTCOME_ERROR' },
+        { outcome: 'OUTCOME_ERROR', policy: 'quality', evaluator: 'e' },
+      ]) {
+        const walk = db
+          .selectFrom('traces')
+          .select('trace_id')
+          .where('project', '=', 'p')
+          .where(resultsExist('sqlite', filter) as Expression<SqlBool>)
+          .orderBy('start_ms', 'desc')
+          .limit(50);
+        expect(planOf(walk)).toMatch(
+          /SEARCH results EXISTS USING (COVERING )?INDEX sqlite_autoindex_results_1 \(project=\? AND trace_id=\?/,
+        );
+        const [probe] = probesOf(db, 'sqlite', { project: 'p', ...filter });
+        const check = db
+          .selectFrom('traces')
+          .select('trace_id')
+          .where('project', '=', 'p')
+          .where((probe as NonNullable<typeof probe>).has(sql.ref('traces.trace_id')));
+        expect(planOf(check)).toMatch(
+          /USING (COVERING )?INDEX sqlite_autoindex_results_1 \(project=\? AND trace_id=\?/,
+        );
       }
     } finally {
       await db.destroy();
@@ -421,6 +471,37 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 
+  it('lists the traces a results filter led without checking each against it again', async () => {
+    const queries: { sql: string }[] = [];
+    const { file, db } = await migratedFile((query) => queries.push(query));
+    try {
+      file.exec(`insert into traces (project, trace_id, source, ingest_labels, first_seen_at,
+          last_span_at, completed_at, start_ms, labels, digest, record, scored_at)
+        values ('p', 'a', '', '{}', 1, 1, 2, 100, '{}', 'd', '{}', 300),
+          ('p', 'b', '', '{}', 1, 1, 2, 200, '{}', 'd', '{}', 300);
+        insert into results (project, trace_id, policy, digest, evaluator, position, outcome,
+          result, scored_at)
+        values ('p', 'a', 'quality', 'd', 'e', 0, 'OUTCOME_ERROR', '{}', 300),
+          ('p', 'b', 'quality', 'd', 'e', 0, 'OUTCOME_SCORED', '{}', 300);`);
+      const traces = new KyselyTraceStore(db, 'sqlite');
+      const page = await traces.list({ project: 'p', outcome: 'OUTCOME_ERROR' }, { pageSize: 50 });
+      expect(page.items.map((t) => t.traceId)).toEqual(['a']);
+      const scores = new KyselyResultStore(db, 'sqlite');
+      const scored = await scores.list(
+        { project: 'p', policy: 'quality', evaluator: 'e' },
+        {
+          pageSize: 50,
+        },
+      );
+      expect(scored.items.map((t) => t.trace.traceId).sort()).toEqual(['a', 'b']);
+      const lists = queries.filter((q) => /^select .* from "traces"/s.test(q.sql));
+      expect(lists).toHaveLength(2);
+      for (const list of lists) expect(list.sql).not.toContain('from results');
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it('leads by a rare outcome, and by the few traces two common labels share', async () => {
     const { file, db } = await migratedFile();
     try {
@@ -428,10 +509,18 @@ describe('the plans of the leading probes on SQLite', () => {
         `('p', '${id}', 'quality', 'd', 'e', 0, '${outcome}', '{}', ${T0})`;
       file.exec(`insert into results (project, trace_id, policy, digest, evaluator, position,
         outcome, result, scored_at) values ${row('a', 'OUTCOME_ERROR')}, ${row('b', 'OUTCOME_SCORED')}`);
-      expect(await leadingTraces(db, { project: 'p', outcome: 'OUTCOME_SKIPPED' })).toEqual([]);
-      expect(await leadingTraces(db, { project: 'p', outcome: 'OUTCOME_ERROR' })).toEqual(['a']);
       expect(
-        await leadingTraces(db, { project: 'p', outcome: 'OUTCOME_ERROR', policy: 'other' }),
+        await leadingTraces(db, 'sqlite', { project: 'p', outcome: 'OUTCOME_SKIPPED' }),
+      ).toEqual([]);
+      expect(await leadingTraces(db, 'sqlite', { project: 'p', outcome: 'OUTCOME_ERROR' })).toEqual(
+        ['a'],
+      );
+      expect(
+        await leadingTraces(db, 'sqlite', {
+          project: 'p',
+          outcome: 'OUTCOME_ERROR',
+          policy: 'other',
+        }),
       ).toEqual([]);
       // More than LEAD_MAX traces each, one in common; then none in common.
       const labelled = (key: string, value: string, from: number, to: number) =>
@@ -442,35 +531,48 @@ describe('the plans of the leading probes on SQLite', () => {
       labelled('tier', 'trial', LEAD_MAX + 10, 2 * LEAD_MAX + 20);
       labelled('tier', 'gold', LEAD_MAX + 11, 2 * LEAD_MAX + 20);
       expect(
-        await leadingTraces(db, { project: 'p', labels: { env: 'dev', tier: 'trial' } }),
+        await leadingTraces(db, 'sqlite', { project: 'p', labels: { env: 'dev', tier: 'trial' } }),
       ).toEqual([traceId(LEAD_MAX + 10)]);
       expect(
-        await leadingTraces(db, { project: 'p', labels: { env: 'dev', tier: 'gold' } }),
+        await leadingTraces(db, 'sqlite', { project: 'p', labels: { env: 'dev', tier: 'gold' } }),
       ).toEqual([]);
       // Sharing more than LEAD_MAX: the walk.
       expect(
-        await leadingTraces(db, { project: 'p', labels: { tier: 'trial', 'tier-2': 'x' } }),
+        await leadingTraces(db, 'sqlite', {
+          project: 'p',
+          labels: { tier: 'trial', 'tier-2': 'x' },
+        }),
       ).toEqual([]);
       labelled('team', 'a', LEAD_MAX + 10, 2 * LEAD_MAX + 20);
       expect(
-        await leadingTraces(db, { project: 'p', labels: { tier: 'trial', team: 'a' } }),
+        await leadingTraces(db, 'sqlite', { project: 'p', labels: { tier: 'trial', team: 'a' } }),
       ).toBeUndefined();
       // Then the label matching fewest reads its entries in the list's order (the first of equals).
-      expect(await planLead(db, { project: 'p', labels: { tier: 'trial', team: 'a' } })).toEqual({
+      expect(
+        await planLead(db, 'sqlite', { project: 'p', labels: { tier: 'trial', team: 'a' } }),
+      ).toEqual({
         label: ['tier', 'trial'],
       });
       // A label matching fewest leads so, ids of another filter when it matches fewer.
       expect(
-        await planLead(db, { project: 'p', labels: { env: 'dev' }, outcome: 'OUTCOME_ERROR' }),
-      ).toEqual({ ids: ['a'] });
+        await planLead(db, 'sqlite', {
+          project: 'p',
+          labels: { env: 'dev' },
+          outcome: 'OUTCOME_ERROR',
+        }),
+      ).toEqual({ ids: ['a'], resultsChecked: true });
       labelled('canary', 'true', 7, 7);
       expect(
-        await planLead(db, { project: 'p', labels: { canary: 'true' }, outcome: 'OUTCOME_SCORED' }),
+        await planLead(db, 'sqlite', {
+          project: 'p',
+          labels: { canary: 'true' },
+          outcome: 'OUTCOME_SCORED',
+        }),
       ).toEqual({ label: ['canary', 'true'] });
       // Reads not in a list's order (aggregates) take a rare label's ids.
-      expect(await leadingTraces(db, { project: 'p', labels: { canary: 'true' } })).toEqual([
-        traceId(7),
-      ]);
+      expect(
+        await leadingTraces(db, 'sqlite', { project: 'p', labels: { canary: 'true' } }),
+      ).toEqual([traceId(7)]);
     } finally {
       await db.destroy();
     }

@@ -41,7 +41,59 @@ export interface IndexedFilter {
   source?: string | undefined;
 }
 
-type Probe = SelectQueryBuilder<Database, keyof Database, { trace_id: string }>;
+type ProbeQuery = SelectQueryBuilder<Database, keyof Database, { trace_id: string }>;
+
+/** One indexed filter: the traces it matches, and the check of one trace against it. */
+interface Probe {
+  /** The traces the filter matches, ordered as the index that lists them. */
+  list: ProbeQuery;
+  /** The trace `trace` (a column of the outer query) matches the filter, looked up by key. */
+  has(trace: Expression<string>): Expression<SqlBool>;
+  /** The results filter (policy, evaluator, outcome): its traces match it exactly. */
+  results?: true;
+}
+
+/** How a list finds its page (see planLead). */
+export interface Lead {
+  ids?: string[];
+  label?: readonly [string, string];
+  /**
+   * Every id is known to have a result matching the filter's policy, evaluator and outcome (the
+   * results filter led, or the ids were checked against it): the list need not check again.
+   */
+  resultsChecked?: true;
+}
+
+/**
+ * A trace has a stored result of the filter's policy, evaluator and outcome (one result matching
+ * all given); undefined when none is given. `project` and `trace` name the trace (columns of the
+ * outer query: the traces list's by default). Read by the primary key of `results`, which starts
+ * with the trace: the indexes by policy, evaluator and outcome are in time order (migration 19),
+ * and SQLite, which keeps no statistics, would take one of them for this check (more equalities,
+ * or covering) and read every entry of the filter's value for each trace.
+ */
+export function resultsExist(
+  dialect: StoreDialect,
+  filter: Pick<IndexedFilter, 'policy' | 'evaluator' | 'outcome'>,
+  project: Expression<string> = sql.ref('traces.project'),
+  trace: Expression<string> = sql.ref('traces.trace_id'),
+): Expression<SqlBool> | undefined {
+  const conditions = [sql`results.project = ${project}`, sql`results.trace_id = ${trace}`];
+  if (filter.policy !== undefined) conditions.push(sql`results.policy = ${filter.policy}`);
+  if (filter.evaluator !== undefined) conditions.push(sql`results.evaluator = ${filter.evaluator}`);
+  if (filter.outcome !== undefined) conditions.push(sql`results.outcome = ${filter.outcome}`);
+  if (conditions.length === 2) return undefined;
+  const byKey = dialect === 'sqlite' ? sql`indexed by sqlite_autoindex_results_1` : sql``;
+  return sql<SqlBool>`exists (select 1 from results ${byKey} where ${sql.join(conditions, sql` and `)})`;
+}
+
+/** The probe of a filter whose own query, narrowed to one trace, is read by key. */
+function byKey(list: ProbeQuery): Probe {
+  return {
+    list,
+    has: (trace) => sql<SqlBool>`exists ${list.clearOrderBy().where('trace_id', '=', trace)}`,
+  };
+}
 
 /**
  * A query listing the traces each indexed filter matches (by its own index). Each is ordered as
@@ -49,18 +101,24 @@ type Probe = SelectQueryBuilder<Database, keyof Database, { trace_id: string }>;
  * sequential scan for a common value (a service matching 10% of traces: 30 ms against 8 ms for
  * the index at 300k traces) or a bitmap scan of every entry (a common policy: 20 against 1.4 ms).
  */
-export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
+export function probesOf(
+  db: Kysely<Database>,
+  dialect: StoreDialect,
+  filter: IndexedFilter,
+): Probe[] {
   const { project } = filter;
   const probes: Probe[] = [];
   for (const [key, value] of Object.entries(filter.labels ?? {})) {
     probes.push(
-      db
-        .selectFrom('trace_labels')
-        .select('trace_id')
-        .where('project', '=', project)
-        .where('key', '=', key)
-        .where('value', '=', value)
-        .orderBy('trace_id'),
+      byKey(
+        db
+          .selectFrom('trace_labels')
+          .select('trace_id')
+          .where('project', '=', project)
+          .where('key', '=', key)
+          .where('value', '=', value)
+          .orderBy('trace_id'),
+      ),
     );
   }
   if (
@@ -76,31 +134,37 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
     if (filter.policy !== undefined) q = q.where('policy', '=', filter.policy);
     if (filter.evaluator !== undefined) q = q.where('evaluator', '=', filter.evaluator);
     // In the order of the index that serves it (results_outcome_idx, results_policy_idx or
-    // results_evaluator_idx after their equalities).
+    // results_evaluator_idx after their equalities: score time, then trace).
     if (filter.outcome !== undefined) q = q.orderBy('policy');
     if (filter.outcome !== undefined || filter.policy !== undefined) q = q.orderBy('evaluator');
-    q = q.orderBy('trace_id');
-    probes.push(q);
+    q = q.orderBy('scored_at').orderBy('trace_id');
+    const has = (trace: Expression<string>) =>
+      resultsExist(dialect, filter, sql`${project}`, trace) as Expression<SqlBool>;
+    probes.push({ list: q, has, results: true });
   }
   if (filter.source !== undefined && filter.source !== '') {
     probes.push(
-      db
-        .selectFrom('traces')
-        .select('trace_id')
-        .where('project', '=', project)
-        .where('source', '=', filter.source)
-        // Says the partial index applies (a bound value proves nothing to the planner).
-        .where('source', '<>', ''),
+      byKey(
+        db
+          .selectFrom('traces')
+          .select('trace_id')
+          .where('project', '=', project)
+          .where('source', '=', filter.source)
+          // Says the partial index applies (a bound value proves nothing to the planner).
+          .where('source', '<>', ''),
+      ),
     );
   }
   if (filter.service !== undefined) {
     probes.push(
-      db
-        .selectFrom('traces')
-        .select('trace_id')
-        .where('project', '=', project)
-        .where('service', '=', filter.service)
-        .orderBy('start_ms'),
+      byKey(
+        db
+          .selectFrom('traces')
+          .select('trace_id')
+          .where('project', '=', project)
+          .where('service', '=', filter.service)
+          .orderBy('start_ms'),
+      ),
     );
   }
   return probes;
@@ -115,16 +179,18 @@ export function probesOf(db: Kysely<Database>, filter: IndexedFilter): Probe[] {
  * entries than the label has. A label leads so when it matches fewest (reading its ids would read
  * them all), when every filter is a label (the one matching fewest, counts capped at
  * LEAD_MAX + 1), or when every filter matches more than LEAD_MAX traces and they are not few
- * together. Neither: the caller walks its order index. The caller still applies every filter;
- * these are candidates. Each filter is counted first (an index-only count of up to LEAD_MAX + 1
+ * together. Neither: the caller walks its order index. The caller still applies every filter
+ * (these are candidates) but the results filter when `resultsChecked`: checking each of up to
+ * 5,000 traces again read a result row per trace (its outcome is not in the primary key). Each filter is counted first (an index-only count of up to LEAD_MAX + 1
  * entries, well under a millisecond); ids are read only for the one that leads.
  */
 export async function planLead(
   db: Kysely<Database>,
+  dialect: StoreDialect,
   filter: IndexedFilter,
   byLabel = true,
-): Promise<{ ids?: string[]; label?: readonly [string, string] }> {
-  const probes = probesOf(db, filter);
+): Promise<Lead> {
+  const probes = probesOf(db, dialect, filter);
   // probesOf lists the labels first, in this order.
   const labels = byLabel ? Object.entries(filter.labels ?? {}) : [];
   // A label alone leads uncounted (a label matching nothing ends its walk at once).
@@ -134,7 +200,7 @@ export async function planLead(
   let lead: { i: number; n: number } | undefined;
   const counts: number[] = [];
   for (const [i, probe] of probes.entries()) {
-    const n = await countUpTo(db, probe, LEAD_MAX);
+    const n = await countUpTo(db, probe.list, LEAD_MAX);
     if (n === 0) return { ids: [] };
     counts.push(n);
     if (n <= LEAD_MAX && (lead === undefined || n < lead.n)) lead = { i, n };
@@ -143,14 +209,18 @@ export async function planLead(
     const label = labels[lead.i];
     if (label !== undefined) return { label };
     const probe = probes[lead.i];
-    if (probe !== undefined) return { ids: distinctIds(await probe.execute()) };
+    if (probe !== undefined) {
+      const ids = distinctIds(await probe.list.execute());
+      return probe.results ? { ids, resultsChecked: true } : { ids };
+    }
   }
   // Labels only: a label's entries in order stop at a full page, where the intersection would
   // count each up to INTERSECT_MAX first (a pair took 13 ms with it, 8 without, on PostgreSQL at
   // 1M traces) and then walk the smaller one's to the end.
   if (probes.length > 1 && labels.length < probes.length) {
     const both = await intersection(db, probes, counts);
-    if (both !== undefined) return { ids: both };
+    // Each of them was checked against every filter's index, the results filter's included.
+    if (both !== undefined) return { ids: both, resultsChecked: true };
   }
   // Counts are capped: the first of equals drives.
   let driver: number | undefined;
@@ -168,13 +238,14 @@ export async function planLead(
  */
 export async function leadingTraces(
   db: Kysely<Database>,
+  dialect: StoreDialect,
   filter: IndexedFilter,
 ): Promise<string[] | undefined> {
-  return (await planLead(db, filter, false)).ids;
+  return (await planLead(db, dialect, filter, false)).ids;
 }
 
 /** Entries the probe lists, counted up to `max + 1` (index-only). */
-async function countUpTo(db: Kysely<Database>, probe: Probe, max: number): Promise<number> {
+async function countUpTo(db: Kysely<Database>, probe: ProbeQuery, max: number): Promise<number> {
   const row = await db
     .selectFrom(probe.limit(max + 1).as('m'))
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -198,15 +269,15 @@ async function intersection(
 ): Promise<string[] | undefined> {
   let driver: { probe: Probe; n: number } | undefined;
   for (const [i, probe] of probes.entries()) {
-    const n = await countUpTo(db, probe, INTERSECT_MAX);
+    const n = await countUpTo(db, probe.list, INTERSECT_MAX);
     counts[i] = n;
     if (n <= INTERSECT_MAX && (driver === undefined || n < driver.n)) driver = { probe, n };
   }
   if (driver === undefined) return undefined;
-  let q = db.selectFrom(driver.probe.as('d')).select('d.trace_id');
+  let q = db.selectFrom(driver.probe.list.as('d')).select('d.trace_id');
   for (const other of probes) {
     if (other === driver.probe) continue;
-    q = q.where((eb) => eb.exists(other.where('trace_id', '=', eb.ref('d.trace_id'))));
+    q = q.where(other.has(sql.ref('d.trace_id')));
   }
   const rows = await q.limit(LEAD_MAX + 1).execute();
   return rows.length > LEAD_MAX ? undefined : distinctIds(rows);

@@ -39,7 +39,7 @@ import type {
   WholeTrace,
 } from './ports.js';
 import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
-import { otherLabelsMatch, planLead, runList, traceIdIn } from './trace-filters.js';
+import { otherLabelsMatch, planLead, resultsExist, runList, traceIdIn } from './trace-filters.js';
 
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
@@ -231,26 +231,6 @@ export function fromRow(
     completedAt: toIso(row.completed_at ?? row.last_span_at),
     ...(row.usage === null ? {} : { usage: JSON.parse(row.usage) as StoredTrace['usage'] }),
   };
-}
-
-/**
- * The trace (`traces` in the outer query) has a stored result of this policy, evaluator and
- * outcome (one result matching all given); undefined when none is given.
- */
-export function resultsExist(filter: {
-  policy?: string | undefined;
-  evaluator?: string | undefined;
-  outcome?: string | undefined;
-}): Expression<SqlBool> | undefined {
-  const conditions = [
-    sql`results.project = traces.project`,
-    sql`results.trace_id = traces.trace_id`,
-  ];
-  if (filter.policy !== undefined) conditions.push(sql`results.policy = ${filter.policy}`);
-  if (filter.evaluator !== undefined) conditions.push(sql`results.evaluator = ${filter.evaluator}`);
-  if (filter.outcome !== undefined) conditions.push(sql`results.outcome = ${filter.outcome}`);
-  if (conditions.length === 2) return undefined;
-  return sql<SqlBool>`exists (select 1 from results where ${sql.join(conditions, sql` and `)})`;
 }
 
 /** The record's token counts and cost for the `usage` column (null when it has none). */
@@ -648,7 +628,7 @@ export class KyselyTraceStore implements TraceStore {
     const plan =
       filter.project === undefined
         ? {}
-        : await planLead(this.db, { ...filter, project: filter.project });
+        : await planLead(this.db, this.dialect, { ...filter, project: filter.project });
     const lead = plan.ids;
     if (lead?.length === 0) return { items: [] };
     // A label leads in the list's order (its entries in trace_labels_start_idx, each trace read
@@ -696,7 +676,7 @@ export class KyselyTraceStore implements TraceStore {
         ? labelsMatch(this.dialect, filter.labels)
         : otherLabelsMatch(this.dialect, filter.project, filter.labels, label);
     if (labels !== undefined) q = q.where(labels);
-    const scored = resultsExist(filter);
+    const scored = plan.resultsChecked ? undefined : resultsExist(this.dialect, filter);
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {

@@ -17,6 +17,7 @@ import { scoreRollup } from './0015-score-rollup.js';
 import { resultsOutcomeIndex } from './0016-results-outcome-index.js';
 import { spanChunkFormat } from './0017-span-chunk-format.js';
 import { labelOrder } from './0018-label-order.js';
+import { resultsInTimeOrder } from './0019-results-in-time-order.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -41,4 +42,5 @@ export const MIGRATIONS: readonly Migration[] = [
   resultsOutcomeIndex,
   spanChunkFormat,
   labelOrder,
+  resultsInTimeOrder,
 ];
