@@ -160,11 +160,12 @@ async function assemble(
     sinks,
     scoring: () => scoring,
   });
-  // listen() scores in a worker thread (its own store connection, judge client, outbox and sinks)
-  // so scoring does not take CPU from the thread answering requests; an injected clock (tests)
-  // keeps the engine in-process, driven by tick(). The engine is the worker's fallback.
+  // With `online.worker`, listen() scores in a worker thread (its own store connection, judge
+  // client, outbox and sinks) so scoring does not take CPU from the thread answering requests; an
+  // injected clock (tests) keeps the engine in-process, driven by tick(). The engine is the
+  // worker's fallback, and what scores without the setting (a second isolate costs 80–115 MB).
   const scoring =
-    clock === systemClock
+    clock === systemClock && config.online.worker
       ? new ScoringThread({
           data: { config, env },
           fallback: engine,

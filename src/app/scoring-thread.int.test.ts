@@ -44,6 +44,7 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
         data_dir: dataDir,
         listen: '127.0.0.1:0',
         log_level: 'silent',
+        online: { worker: true },
         webhooks: { allow_hosts: ['127.0.0.1'] },
         ...store.overrides,
       },
@@ -131,6 +132,25 @@ describe('ScoringThread fallback', () => {
   });
   afterEach(() => {
     rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('scores in-process unless online.worker is set', async () => {
+    const config = loadConfig({
+      overrides: { data_dir: dataDir, listen: '127.0.0.1:0', log_level: 'silent' },
+    });
+    expect(config.online.worker).toBe(false);
+    const app = await createApp(config, {
+      env: {},
+      processMetrics: false,
+      logger: pino({ level: 'silent' }),
+    });
+    const inProcess = vi.spyOn(app.engine, 'start');
+    try {
+      await app.listen();
+      expect(inProcess).toHaveBeenCalledOnce();
+    } finally {
+      await app.close();
+    }
   });
 
   it('scores in-process when the worker cannot start', async () => {
