@@ -1,11 +1,8 @@
-import { Worker } from 'node:worker_threads';
 import type { FailureReason } from '../cel/index.js';
 import type { Config } from '../config/index.js';
-import type { Result } from '../core/index.js';
+import { LoopWorker, type Result } from '../core/index.js';
 import type { EvaluationObserver } from '../evaluators/index.js';
 import type { PolicyEngine, PolicyEngineObserver } from '../policies/index.js';
-
-const STOP_TIMEOUT_MS = 10_000;
 
 /**
  * The worker's heap limits, as the completion worker's (src/ingest/completer-thread.ts): an
@@ -154,53 +151,31 @@ export interface ScoringThreadDeps {
  * the thread that answers requests. Claims are fenced in the database and results keyed by
  * (trace, policy, digest), so where the engine runs changes nothing else: a worker that dies
  * leaves its claimed items to be claimed again once their visibility timeout passes, by the
- * in-process engine that takes over.
+ * in-process engine that takes over. On `stop` the batch in progress finishes (judge calls
+ * included); a wedged worker is ended.
  */
-export class ScoringThread {
-  private worker: Worker | undefined;
-  private stopped = false;
-  private exited: Promise<void> | undefined;
-  private ready = false;
+export class ScoringThread extends LoopWorker<ToScoringWorker, FromScoringWorker> {
   private wakePending = false;
 
-  constructor(private readonly deps: ScoringThreadDeps) {}
-
-  start(): void {
-    if (this.stopped || this.worker !== undefined) return;
-    const worker = spawn(this.deps.data);
-    this.worker = worker;
-    worker.on('message', (msg: FromScoringWorker) => {
-      if (msg.type === 'ready') this.ready = true;
-      else if (msg.type === 'metrics') applyObserverCalls(this.deps.observer, msg.calls);
-      else if (msg.type === 'webhooks-enqueued') this.deps.onWebhooksEnqueued?.();
+  constructor(private readonly deps: ScoringThreadDeps) {
+    super({
+      entry: new URL('./scoring-worker.js', import.meta.url),
+      workerData: deps.data,
+      resourceLimits: RESOURCE_LIMITS,
+      fallback: deps.fallback,
+      work: 'online scoring',
+      doing: 'scoring',
+      logger: deps.logger,
+      onMessage: (msg) => {
+        if (msg.type === 'metrics') applyObserverCalls(deps.observer, msg.calls);
+        else if (msg.type === 'webhooks-enqueued') deps.onWebhooksEnqueued?.();
+      },
     });
-    this.exited = new Promise((resolve) => {
-      worker.on('error', (err) => {
-        this.deps.logger?.warn(
-          { error: `${err.name}: ${err.message}` },
-          this.ready
-            ? 'online scoring worker failed; scoring in-process'
-            : 'online scoring worker did not start; scoring in-process',
-        );
-      });
-      worker.on('exit', () => {
-        this.worker = undefined;
-        this.ready = false;
-        if (!this.stopped) this.deps.fallback.start();
-        resolve();
-      });
-    });
-  }
-
-  /** True while scoring runs in the worker thread (not the in-process fallback). */
-  get inWorker(): boolean {
-    return this.ready;
   }
 
   /** New work items were queued: at most one message per turn of the event loop. */
   wake(): void {
-    const worker = this.worker;
-    if (worker === undefined) {
+    if (!this.running) {
       this.deps.fallback.wake();
       return;
     }
@@ -208,7 +183,7 @@ export class ScoringThread {
     this.wakePending = true;
     setImmediate(() => {
       this.wakePending = false;
-      this.post({ type: 'wake' });
+      if (!this.post({ type: 'wake' })) this.deps.fallback.wake();
     });
   }
 
@@ -217,41 +192,4 @@ export class ScoringThread {
     this.deps.fallback.invalidate();
     this.post({ type: 'invalidate' });
   }
-
-  private post(msg: ToScoringWorker): void {
-    if (this.stopped) return;
-    const worker = this.worker;
-    if (worker === undefined) {
-      if (msg.type === 'wake') this.deps.fallback.wake();
-      return;
-    }
-    worker.postMessage(msg);
-  }
-
-  /** Stops the worker (it finishes the batch in progress) and the fallback. Safe twice. */
-  async shutdown(): Promise<void> {
-    this.stopped = true;
-    const worker = this.worker;
-    if (worker !== undefined) {
-      worker.postMessage({ type: 'stop' } satisfies ToScoringWorker);
-      // A batch in progress finishes (judge calls included); a wedged worker is ended, and its
-      // claimed items are claimed again after their visibility timeout.
-      const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
-      timer.unref();
-      await this.exited;
-      clearTimeout(timer);
-    }
-    await this.deps.fallback.shutdown();
-  }
-}
-
-function spawn(data: ScoringWorkerData): Worker {
-  const options = { workerData: data, resourceLimits: RESOURCE_LIMITS };
-  if (import.meta.url.endsWith('.ts')) {
-    // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
-    const entry = new URL('./scoring-worker.ts', import.meta.url).href;
-    const code = `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(entry)}); })`;
-    return new Worker(code, { eval: true, ...options });
-  }
-  return new Worker(new URL('./scoring-worker.js', import.meta.url), options);
 }

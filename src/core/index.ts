@@ -1,7 +1,8 @@
 /**
  * @module core
  * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
- * ids, the clock, the Component lifecycle, retry backoff and the one YAML reader. No I/O;
+ * ids, the clock, the Component lifecycle, background loops (and a worker thread to run one in),
+ * retry backoff and the one YAML reader. No I/O but starting worker threads;
  * imports nothing internal.
  */
 export * from './background.js';
@@ -19,4 +20,5 @@ export * from './roles.js';
 export * from './span.js';
 export * from './trace.js';
 export * from './url-path.js';
+export * from './worker-thread.js';
 export * from './yaml.js';

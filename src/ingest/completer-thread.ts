@@ -1,8 +1,6 @@
-import { Worker } from 'node:worker_threads';
+import { LoopWorker } from '../core/index.js';
 import type { CompletionRules, StoreConfig } from '../store/index.js';
 import type { TraceCompleter } from './pipeline.js';
-
-const STOP_TIMEOUT_MS = 10_000;
 
 /**
  * The worker's heap limits, as the server's own (src/main.ts). Under an old-generation limit below
@@ -44,71 +42,20 @@ export interface CompleterThreadDeps {
  * spent and nothing else: a crash or restart re-finds open traces. When the worker cannot load
  * (an environment without worker support for the sources), the in-process completer runs instead.
  */
-export class CompleterThread {
-  private worker: Worker | undefined;
-  private stopped = false;
-  private exited: Promise<void> | undefined;
-  private ready = false;
-
-  constructor(private readonly deps: CompleterThreadDeps) {}
-
-  start(): void {
-    if (this.stopped || this.worker !== undefined) return;
-    const worker = spawn(this.deps.data);
-    this.worker = worker;
-    worker.on('message', (msg: FromCompleterWorker) => {
-      if (msg.type === 'ready') this.ready = true;
-      else if (msg.type === 'completed') this.deps.onCompleted?.(msg.traces);
-      else if (msg.type === 'warn') this.deps.logger?.warn({ error: msg.error }, msg.msg);
-    });
-    this.exited = new Promise((resolve) => {
-      worker.on('error', (err) => {
-        this.deps.logger?.warn(
-          { error: `${err.name}: ${err.message}` },
-          this.ready
-            ? 'trace completion worker failed; completing in-process'
-            : 'trace completion worker did not start; completing in-process',
-        );
-      });
-      worker.on('exit', () => {
-        this.worker = undefined;
-        this.ready = false;
-        if (!this.stopped) this.deps.fallback.start();
-        resolve();
-      });
+export class CompleterThread extends LoopWorker<{ type: 'stop' }, FromCompleterWorker> {
+  constructor(deps: CompleterThreadDeps) {
+    super({
+      entry: new URL('./completer-worker.js', import.meta.url),
+      workerData: deps.data,
+      resourceLimits: RESOURCE_LIMITS,
+      fallback: deps.fallback,
+      work: 'trace completion',
+      doing: 'completing',
+      logger: deps.logger,
+      onMessage: (msg) => {
+        if (msg.type === 'completed') deps.onCompleted?.(msg.traces);
+        else if (msg.type === 'warn') deps.logger?.warn({ error: msg.error }, msg.msg);
+      },
     });
   }
-
-  /** True while completion runs in the worker thread (not the in-process fallback). */
-  get inWorker(): boolean {
-    return this.ready;
-  }
-
-  /** Stops the worker (waiting for a pass in progress) and the fallback. Safe twice. */
-  async shutdown(): Promise<void> {
-    this.stopped = true;
-    const worker = this.worker;
-    if (worker !== undefined) {
-      worker.postMessage({ type: 'stop' });
-      // A pass in progress finishes within its transaction; a wedged worker is ended.
-      const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
-      timer.unref();
-      await this.exited;
-      clearTimeout(timer);
-    }
-    await this.deps.fallback.shutdown();
-  }
-}
-
-function spawn(data: CompleterWorkerData): Worker {
-  if (import.meta.url.endsWith('.ts')) {
-    // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
-    const entry = new URL('./completer-worker.ts', import.meta.url).href;
-    const code = `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(entry)}); })`;
-    return new Worker(code, { eval: true, workerData: data, resourceLimits: RESOURCE_LIMITS });
-  }
-  return new Worker(new URL('./completer-worker.js', import.meta.url), {
-    workerData: data,
-    resourceLimits: RESOURCE_LIMITS,
-  });
 }

@@ -1,0 +1,113 @@
+import { type ResourceLimits, Worker } from 'node:worker_threads';
+
+/** A loop that can run in-process instead of in its worker thread. */
+export interface InProcessLoop {
+  start(): void;
+  shutdown(): Promise<void>;
+}
+
+export interface LoopWorkerOptions<FromWorker> {
+  /** The entry module, beside the caller's: `new URL('./x-worker.js', import.meta.url)`. */
+  entry: URL;
+  workerData: unknown;
+  resourceLimits: ResourceLimits;
+  /** The in-process loop, started when the worker cannot start or dies. */
+  fallback: InProcessLoop;
+  /** Messages from the worker other than `ready`. */
+  onMessage(msg: FromWorker): void;
+  /** How the warnings name the work (`trace completion`) and its fallback (`completing`). */
+  work: string;
+  doing: string;
+  logger?: { warn(obj: object, msg: string): void } | undefined;
+  /** How long `shutdown()` waits for the worker's pass in progress before ending it. */
+  stopTimeoutMs?: number;
+}
+
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * A background loop run in a worker thread, the in-process loop as its fallback. The worker
+ * posts `{type: 'ready'}` once it runs and ends its pass in progress on `{type: 'stop'}`. The
+ * work itself is recorded in the database, so which thread does it changes nothing else.
+ */
+export class LoopWorker<ToWorker extends { type: string }, FromWorker extends { type: string }> {
+  private worker: Worker | undefined;
+  private stopped = false;
+  private exited: Promise<void> | undefined;
+  private ready = false;
+
+  constructor(private readonly options: LoopWorkerOptions<FromWorker>) {}
+
+  start(): void {
+    if (this.stopped || this.worker !== undefined) return;
+    const { fallback, logger, work, doing } = this.options;
+    const worker = spawn(this.options);
+    this.worker = worker;
+    worker.on('message', (msg: FromWorker) => {
+      if (msg.type === 'ready') this.ready = true;
+      else this.options.onMessage(msg);
+    });
+    this.exited = new Promise((resolve) => {
+      worker.on('error', (err) => {
+        logger?.warn(
+          { error: `${err.name}: ${err.message}` },
+          this.ready
+            ? `${work} worker failed; ${doing} in-process`
+            : `${work} worker did not start; ${doing} in-process`,
+        );
+      });
+      worker.on('exit', () => {
+        this.worker = undefined;
+        this.ready = false;
+        if (!this.stopped) fallback.start();
+        resolve();
+      });
+    });
+  }
+
+  /** True while the work runs in the worker thread (not the in-process fallback). */
+  get inWorker(): boolean {
+    return this.ready;
+  }
+
+  /** A worker thread runs (started, not stopped, not exited: the fallback does not run). */
+  get running(): boolean {
+    return !this.stopped && this.worker !== undefined;
+  }
+
+  /** Posts to the worker; false when none runs (stopped, or the fallback took over). */
+  post(msg: ToWorker): boolean {
+    if (this.stopped || this.worker === undefined) return false;
+    this.worker.postMessage(msg);
+    return true;
+  }
+
+  /** Stops the worker (its pass in progress finishes; a wedged one is ended) and the fallback. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    const worker = this.worker;
+    if (worker !== undefined) {
+      worker.postMessage({ type: 'stop' });
+      const timer = setTimeout(
+        () => void worker.terminate(),
+        this.options.stopTimeoutMs ?? STOP_TIMEOUT_MS,
+      );
+      timer.unref();
+      await this.exited;
+      clearTimeout(timer);
+    }
+    await this.options.fallback.shutdown();
+  }
+}
+
+function spawn(options: LoopWorkerOptions<unknown>): Worker {
+  const { workerData, resourceLimits } = options;
+  const entry = options.entry.href;
+  if (import.meta.url.endsWith('.ts')) {
+    // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
+    const source = JSON.stringify(entry.replace(/\.js$/, '.ts'));
+    const code = `import('tsx/esm/api').then((api) => { api.register(); return import(${source}); })`;
+    return new Worker(code, { eval: true, workerData, resourceLimits });
+  }
+  return new Worker(new URL(entry), { workerData, resourceLimits });
+}
