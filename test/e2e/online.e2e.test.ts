@@ -411,6 +411,8 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
   () => {
     let dir = '';
     let configFile = '';
+    /** The same, scoring in the worker thread (`online.worker`): one process scores so. */
+    let workerConfigFile = '';
     const schema = `ts_e2e_${randomBytes(6).toString('hex')}`;
     let admin: pg.Client;
     let receiver: TestReceiver;
@@ -425,8 +427,7 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
       const url = new URL(PG_URL as string);
       url.searchParams.set('options', `-c search_path=${schema}`);
       receiver = await TestReceiver.start();
-      writeFileSync(
-        configFile,
+      const lines = (worker: boolean) =>
         [
           'log_level: warn',
           'store:',
@@ -439,12 +440,15 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
           '  visibility_timeout: 3s',
           '  poll_interval: 100ms',
           '  batch_size: 8',
+          ...(worker ? ['  worker: true'] : []),
           'webhooks:',
           '  timeout: 2s',
           "  allow_hosts: ['127.0.0.1']",
           '',
-        ].join('\n'),
-      );
+        ].join('\n');
+      writeFileSync(configFile, lines(false));
+      workerConfigFile = join(dir, 'config-worker.yaml');
+      writeFileSync(workerConfigFile, lines(true));
     });
     afterAll(async () => {
       for (const s of servers) await kill9(s);
@@ -456,11 +460,12 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
 
     it('scores every trace exactly once per policy with both processes claiming', async () => {
       const started = Date.now();
-      // Both at once: the migrations are applied by one of them, under the migration lock.
+      // Both at once: the migrations are applied by one of them, under the migration lock. The
+      // second scores in its worker thread (`online.worker`), the first on its main thread.
       servers.push(
         ...(await Promise.all([
           launchServer(join(dir, 'data-a'), configFile),
-          launchServer(join(dir, 'data-b'), configFile),
+          launchServer(join(dir, 'data-b'), workerConfigFile),
         ])),
       );
       const [a, b] = servers as [RunningServer, RunningServer];
