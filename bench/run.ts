@@ -22,6 +22,7 @@ const BENCHES: Record<string, () => Promise<void>> = {
   'otlp-decode': async () => (await import('./otlp-decode.js')).main(),
   // 1M scored traces loaded in bulk (`--traces=N` for fewer), SQLite then PostgreSQL (long).
   reads: async () => (await import('./reads/index.js')).main(),
+  'results-insert': async () => (await import('./results-insert.js')).main(),
   redaction: async () => (await import('./redaction.js')).main(),
   runs: async () => (await import('./runs.js')).main(),
   sqlite: async () => (await import('./sqlite.js')).main(),

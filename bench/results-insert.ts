@@ -1,0 +1,88 @@
+/**
+ * What storing results costs SQLite with the results indexes in score time order (migration 19)
+ * against the layout before it (the indexes by policy, evaluator and outcome ending with the trace
+ * id). A store migrated by the server's own migrations, then batches of 64 one-result traces with
+ * random trace ids (as OpenTelemetry SDKs make them), one multi-row insert and commit per batch as
+ * the engine writes them, the rollup trigger included: BENCH_RESULTS_BEFORE (200,000) results
+ * first, then BENCH_RESULTS (64,000) measured. Prints CPU µs per result of each layout (process
+ * CPU time, checkpoints included), alternating, three rounds, with the load average.
+ *
+ * Measured (2 cores, load average 1.0–1.4): 146–237 µs per result before, 55–63 after (after
+ * 100k, load average 3.5–5.9: 143–150 and 49–54);
+ * docs/performance.md ("Results in time order").
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { systemClock } from '../src/core/index.js';
+import { openStore, SQLITE_FILE_NAME } from '../src/store/index.js';
+import { fmt, load } from './stats.js';
+
+const BEFORE = Number(process.env.BENCH_RESULTS_BEFORE ?? 200_000);
+const MEASURED = Number(process.env.BENCH_RESULTS ?? 64_000);
+const BATCH = 64;
+const ROUNDS = 3;
+
+/** The three indexes as migrations 14 and 16 made them (by trace id). */
+const BY_TRACE = `
+  drop index results_policy_idx; drop index results_evaluator_idx; drop index results_outcome_idx;
+  create index results_policy_idx on results (project, policy, evaluator, trace_id);
+  create index results_evaluator_idx on results (project, evaluator, trace_id);
+  create index results_outcome_idx on results (project, outcome, policy, evaluator, trace_id);`;
+
+async function cpuPerResult(layout: 'time order' | 'by trace'): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'touchstone-bench-results-'));
+  try {
+    await (await openStore({ driver: 'sqlite' }, { clock: systemClock, dataDir: dir })).close();
+    const db = new Database(join(dir, SQLITE_FILE_NAME));
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    if (layout === 'by trace') db.exec(BY_TRACE);
+    const result = JSON.stringify({
+      evaluator: 'tool-errors',
+      outcome: 'OUTCOME_SCORED',
+      scores: [{ name: 'tool-errors', value: 1 }],
+      durationMs: 0.1,
+    });
+    const insert = db.prepare(
+      `insert into results (project, trace_id, policy, digest, evaluator, position, outcome, result, scored_at)
+       values ${Array.from({ length: BATCH }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+       on conflict do nothing`,
+    );
+    let at = Date.now();
+    const batch = db.transaction(() => {
+      const args: unknown[] = [];
+      for (let i = 0; i < BATCH; i++) {
+        const outcome = i % 50 === 0 ? 'OUTCOME_ERROR' : 'OUTCOME_SCORED';
+        const id = randomBytes(16).toString('hex');
+        args.push('default', id, 'quality', 'd', 'tool-errors', 0, outcome, result, at++);
+      }
+      insert.run(...args);
+    });
+    for (let n = 0; n < BEFORE; n += BATCH) batch.immediate();
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const cpu = process.cpuUsage();
+    for (let n = 0; n < MEASURED; n += BATCH) batch.immediate();
+    const used = process.cpuUsage(cpu);
+    db.close();
+    return (used.user + used.system) / MEASURED;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function main(): Promise<void> {
+  console.log(
+    `results insert on SQLite: ${MEASURED.toLocaleString()} one-result traces (random ids, ${BATCH} per transaction) after ${BEFORE.toLocaleString()}`,
+  );
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const layout of ['by trace', 'time order'] as const) {
+      const us = await cpuPerResult(layout);
+      console.log(
+        `  round ${round}, indexes ${layout.padEnd(10)}: ${fmt(us, 1)} µs CPU per result; load average ${load()}`,
+      );
+    }
+  }
+}
