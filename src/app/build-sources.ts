@@ -16,14 +16,13 @@ import type { RunService } from '../runs/index.js';
 import {
   type ConnectorSettings,
   compileOverrides,
-  FeedbackSink,
   findConnector,
   type ParsedSource,
+  resultSinks,
   SourceDirectory,
   SourceErrors,
   SourceManager,
   type SourceManagerDeps,
-  SourceResultSink,
   SourceService,
   type SourceServiceDeps,
   type TraceStoreConnector,
@@ -89,11 +88,7 @@ export function buildSourcePulling(
     logger,
     redactText: (text) => redactor.redactText(text),
   });
-  const sinks = [
-    new SourceResultSink({ directory, clock }),
-    new FeedbackSink({ directory, clock }),
-  ];
-  return { directory, sinks, manager, writeBacks };
+  return { directory, sinks: resultSinks(directory, clock), manager, writeBacks };
 }
 
 /** The outbound rules of trace-source endpoints: https to public names unless allow-listed. */

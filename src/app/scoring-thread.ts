@@ -38,8 +38,7 @@ export type ToScoringWorker = { type: 'wake' } | { type: 'invalidate' } | { type
 export type FromScoringWorker =
   | { type: 'ready' }
   | { type: 'metrics'; calls: ObserverCall[] }
-  | { type: 'webhooks-enqueued' }
-  | { type: 'stopped' };
+  | { type: 'webhooks-enqueued' };
 
 /** What forwarded calls are applied to (the server's Metrics). */
 export type ScoringObserver = PolicyEngineObserver & EvaluationObserver;

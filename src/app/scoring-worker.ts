@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { destination, pino } from 'pino';
 import { type Component, startAll, stopAll, systemClock } from '../core/index.js';
-import { FeedbackSink, SourceDirectory, SourceResultSink } from '../sources/index.js';
+import { resultSinks, SourceDirectory } from '../sources/index.js';
 import { openStore } from '../store/index.js';
 import { WebhookOutbox } from '../webhooks/index.js';
 import {
@@ -75,7 +75,7 @@ const events = new WebhookOutbox({
   },
 });
 const directory = new SourceDirectory({ store, clock });
-const sinks = [new SourceResultSink({ directory, clock }), new FeedbackSink({ directory, clock })];
+const sinks = resultSinks(directory, clock);
 const scoring = buildPolicyEngine(config, {
   store,
   clock,
@@ -101,7 +101,6 @@ port.on('message', (msg: ToScoringWorker) => {
       } finally {
         observer.flush();
         await stopAll(parts);
-        post({ type: 'stopped' });
         port.close();
       }
     })();

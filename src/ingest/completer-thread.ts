@@ -25,8 +25,7 @@ export interface CompleterWorkerData {
 export type FromCompleterWorker =
   | { type: 'ready' }
   | { type: 'completed'; traces: number }
-  | { type: 'warn'; msg: string; error: string }
-  | { type: 'stopped' };
+  | { type: 'warn'; msg: string; error: string };
 
 export interface CompleterThreadDeps {
   data: CompleterWorkerData;

@@ -64,7 +64,6 @@ port.on('message', (msg: { type: 'stop' }) => {
   void (async () => {
     await completer.shutdown();
     await store.close();
-    post({ type: 'stopped' });
     port.close();
   })();
 });

@@ -2,7 +2,7 @@ import type { Clock } from '../core/index.js';
 import type { ResultSink, StoredResults } from '../policies/index.js';
 import type { StoredTrace, StoreTransaction } from '../store/index.js';
 import { feedbackStoreId, mlflowTraceIdIn, sinkKey, spanCarriers } from './sinks.js';
-import { type SourceDirectory, writeBackRows } from './write-back.js';
+import { type SourceDirectory, SourceResultSink, writeBackRows } from './write-back.js';
 
 /** The engine's sink for pushed traces: each scored metric queued for every sink of the policy. */
 export class FeedbackSink implements ResultSink {
@@ -38,4 +38,12 @@ async function mlflowIdOf(tx: StoreTransaction, trace: StoredTrace): Promise<str
   if (onRoot !== undefined) return onRoot;
   const spans = await tx.traces.spans(trace.project, trace.traceId, { maxEventsPerSpan: 0 });
   return mlflowTraceIdIn(spanCarriers(spans));
+}
+
+/**
+ * What stored results are handed to: write-back to the store a trace came from, and the
+ * `trace_feedback` sinks of policies (both read sources through `directory`).
+ */
+export function resultSinks(directory: SourceDirectory, clock: Clock): ResultSink[] {
+  return [new SourceResultSink({ directory, clock }), new FeedbackSink({ directory, clock })];
 }

@@ -20,7 +20,7 @@ export {
 } from './connectors/index.js';
 export { SOURCE_RESOURCE } from './descriptor.js';
 export { SourceErrors } from './error-codes.js';
-export { FeedbackSink } from './feedback.js';
+export { FeedbackSink, resultSinks } from './feedback.js';
 export {
   DEFAULT_MANAGER_OPTIONS,
   headerVersion,
