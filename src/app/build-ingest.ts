@@ -13,10 +13,12 @@ import type { BuildBase } from './base.js';
 /**
  * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
  * share. `onCompleted` runs after traces were completed (by a request, or the completion thread).
+ * With `completesInScoringWorker`, the online scoring worker runs the completion loop (with the
+ * rules returned here) and no completion worker is started.
  */
 export function buildIngest(
   config: Readonly<Config>,
-  deps: BuildBase & { onCompleted: () => void },
+  deps: BuildBase & { onCompleted: () => void; completesInScoringWorker: boolean },
 ) {
   const { store, clock, logger, metrics } = deps;
   const redactor = compileRedaction(config.traces.redaction);
@@ -48,8 +50,10 @@ export function buildIngest(
   });
   // listen() completes traces in a worker thread (its own store connection) so normalizing does not
   // take CPU from ingest; an injected clock (tests) keeps completion in-process, driven by tick().
-  const completion =
-    clock === systemClock
+  // The scoring worker, when it runs, is that thread (it starts the in-process loop if it fails).
+  const completion = deps.completesInScoringWorker
+    ? undefined
+    : clock === systemClock
       ? new CompleterThread({
           data: {
             store: config.store,
@@ -66,11 +70,11 @@ export function buildIngest(
         })
       : completer;
   const completing = component('trace-completion', {
-    start: () => completion.start(),
+    start: () => completion?.start(),
     stop: async () => {
-      await completion.shutdown();
+      await completion?.shutdown();
       await completer.shutdown();
     },
   });
-  return { redactor, limits, service: ingest, completer, component: completing };
+  return { redactor, limits, rules, service: ingest, completer, component: completing };
 }

@@ -140,7 +140,18 @@ async function assemble(
   const judging = buildEvaluation(config, { env, clock, logger, metrics });
   const evaluation = judging.service;
   const plugins = await buildPlugins(config, { registry: evaluation.registry, logger });
-  const ingest = buildIngest(config, { ...base, onCompleted: () => scoring.wake() });
+  // With `online.worker`, listen() scores in a worker thread (its own store connection, judge
+  // client, outbox and sinks) so scoring does not take CPU from the thread answering requests, and
+  // that thread completes traces too (no completion worker of its own: one isolate less). An
+  // injected clock (tests) keeps both in-process, driven by tick(). The engine and the completer
+  // are the worker's fallback, and what runs without the setting (the worker's isolate costs
+  // memory: docs/performance.md#one-background-thread).
+  const scoringWorker = clock === systemClock && config.online.worker && config.online.enabled;
+  const ingest = buildIngest(config, {
+    ...base,
+    onCompleted: () => scoring.wake(),
+    completesInScoringWorker: scoringWorker,
+  });
   const { redactor, limits, completer } = ingest;
   const webhooks = createWebhooks({ config: config.webhooks, ...base, observer: metrics, proxy });
   const events = webhooks.emitter;
@@ -160,20 +171,21 @@ async function assemble(
     sinks,
     scoring: () => scoring,
   });
-  // With `online.worker`, listen() scores in a worker thread (its own store connection, judge
-  // client, outbox and sinks) so scoring does not take CPU from the thread answering requests; an
-  // injected clock (tests) keeps the engine in-process, driven by tick(). The engine is the
-  // worker's fallback, and what scores without the setting (a second isolate costs 80–115 MB).
-  const scoring =
-    clock === systemClock && config.online.worker
-      ? new ScoringThread({
-          data: { config, env },
-          fallback: engine,
-          observer: metrics,
-          onWebhooksEnqueued: () => webhooks.dispatcher.wake(),
-          logger,
-        })
-      : engine;
+  const scoring = scoringWorker
+    ? new ScoringThread({
+        data: {
+          config,
+          env,
+          completion: { rules: ingest.rules, maxEventsPerSpan: limits.maxEventsPerSpan },
+        },
+        fallback: engine,
+        completer,
+        observer: metrics,
+        onWebhooksEnqueued: () => webhooks.dispatcher.wake(),
+        onCompleted: (traces) => metrics.onCompleted(traces),
+        logger,
+      })
+    : engine;
   registerStateGauges(metrics, { store, clock, webhooks: webhooks.service, sources });
   const idempotency = new IdempotencyService({ store, clock, logger });
   const datasets = createDatasetService(config, { env, logger, clock, proxy });

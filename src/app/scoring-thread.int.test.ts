@@ -9,6 +9,7 @@ import { storeVariants } from '../../test/support/stores.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
 import { systemClock } from '../core/index.js';
+import { CompleterThread, normalizeStoredTrace, TraceCompleter } from '../ingest/index.js';
 import { PolicyEngine } from '../policies/index.js';
 import { openStore } from '../store/index.js';
 import { Metrics } from '../telemetry/index.js';
@@ -35,8 +36,7 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
   afterAll(async () => {
     await hooks.close();
   });
-  beforeEach(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'touchstone-scoring-'));
+  async function build(overrides: Record<string, unknown> = {}): Promise<void> {
     const store = await variant.open();
     dispose = store.dispose;
     const config = loadConfig({
@@ -47,6 +47,7 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
         online: { worker: true },
         webhooks: { allow_hosts: ['127.0.0.1'] },
         ...store.overrides,
+        ...overrides,
       },
     });
     app = await createApp(config, {
@@ -54,15 +55,43 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
       processMetrics: false,
       logger: pino({ level: 'silent' }),
     });
+  }
+  beforeEach(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'touchstone-scoring-'));
     hooks.received.length = 0;
   });
   afterEach(async () => {
+    vi.restoreAllMocks();
     await app.close();
     await dispose();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  async function ingest(): Promise<string> {
+    let traceId = '';
+    const spans = recordSpans({ 'service.name': 'weather' }, (tr) => {
+      traceId = agentTrace(tr, { fail: true });
+    });
+    const res = await app.server.inject({
+      method: 'POST',
+      url: '/v1/traces',
+      payload: jsonBody(spans),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.statusCode).toBe(200);
+    return traceId;
+  }
+
+  async function resultsOf(traceId: string) {
+    return eventually(async () => {
+      const r = await app.server.inject({ url: `/v1alpha1/traces/${traceId}/scores` });
+      const body = r.json() as { results?: Record<string, { outcome: string }[]> };
+      return body.results?.weather;
+    });
+  }
+
   it('scores in the worker: results and the delivery stored, metrics forwarded, stopped with the app', async () => {
+    await build();
     const hook = await app.webhooks.service.apply(OPEN_PRINCIPAL, {
       name: 'ops',
       url: hooks.url,
@@ -79,24 +108,8 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
     const inProcess = vi.spyOn(app.engine, 'start');
     const ticked = vi.spyOn(app.engine, 'tick');
     await app.listen();
-    let traceId = '';
-    const spans = recordSpans({ 'service.name': 'weather' }, (tr) => {
-      traceId = agentTrace(tr, { fail: true });
-    });
-    const res = await app.server.inject({
-      method: 'POST',
-      url: '/v1/traces',
-      payload: jsonBody(spans),
-      headers: { 'content-type': 'application/json' },
-    });
-    expect(res.statusCode).toBe(200);
-
-    const scores = await eventually(async () => {
-      const r = await app.server.inject({ url: `/v1alpha1/traces/${traceId}/scores` });
-      const body = r.json() as { results: Record<string, { outcome: string }[]> };
-      return body.results.weather === undefined ? undefined : body;
-    });
-    expect(scores.results.weather).toEqual([
+    const traceId = await ingest();
+    expect(await resultsOf(traceId)).toEqual([
       expect.objectContaining({ evaluator: 'tool-errors', outcome: 'OUTCOME_SCORED' }),
     ]);
     const delivered = await eventually(async () =>
@@ -122,6 +135,33 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
     await app.close();
     // Stopped within the shutdown order: the store is closed and nothing fell back in-process.
     expect(inProcess).not.toHaveBeenCalled();
+  });
+
+  it('completes traces in the same worker: no completion worker, nothing in-process', async () => {
+    // Not completed on arrival: the completion loop completes the trace once its grace passed.
+    await build({ traces: { complete_on_arrival: false, completion_grace: '0s' } });
+    await app.policies.apply(OPEN_PRINCIPAL, {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'weather' },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
+    });
+    const completionWorker = vi.spyOn(CompleterThread.prototype, 'start');
+    const inProcess = vi.spyOn(app.completer, 'start');
+    const ticked = vi.spyOn(app.completer, 'tick');
+    await app.listen();
+    const traceId = await ingest();
+    expect(await resultsOf(traceId)).toEqual([
+      expect.objectContaining({ evaluator: 'tool-errors', outcome: 'OUTCOME_SCORED' }),
+    ]);
+    // Counted on this thread's /metrics, from the worker's message.
+    await eventually(async () => {
+      const text = (await app.server.inject({ url: '/metrics' })).body.split('\n');
+      return text.includes('touchstone_traces_completed_total 1') ? true : undefined;
+    });
+    expect(completionWorker).not.toHaveBeenCalled();
+    expect(inProcess).not.toHaveBeenCalled();
+    expect(ticked).not.toHaveBeenCalled();
   });
 });
 
@@ -171,10 +211,19 @@ describe('ScoringThread fallback', () => {
       events: new WebhookOutbox({ clock: systemClock }),
     });
     const started = vi.spyOn(fallback, 'start');
+    const rules = { graceMs: 0, idleMs: 60_000, maxAgeMs: 600_000 };
+    const completer = new TraceCompleter({
+      store,
+      clock: systemClock,
+      rules,
+      normalize: normalizeStoredTrace,
+    });
+    const completing = vi.spyOn(completer, 'start');
     const warnings: string[] = [];
     const thread = new ScoringThread({
-      data: { config, env: {} },
+      data: { config, env: {}, completion: { rules, maxEventsPerSpan: 128 } },
       fallback,
+      completer,
       observer: metrics,
       logger: { warn: (_obj, msg) => warnings.push(msg) },
     });
@@ -182,7 +231,11 @@ describe('ScoringThread fallback', () => {
     try {
       await eventually(async () => (started.mock.calls.length > 0 ? true : undefined));
       expect(thread.inWorker).toBe(false);
-      expect(warnings).toContain('online scoring worker did not start; scoring in-process');
+      // Completion, which ran in the same worker, goes on in-process too.
+      expect(completing).toHaveBeenCalledOnce();
+      expect(warnings).toContain(
+        'online scoring and trace completion worker did not start; scoring and completing in-process',
+      );
       // Wakes go to the engine that runs.
       const woken = vi.spyOn(fallback, 'wake');
       thread.wake();
@@ -190,6 +243,7 @@ describe('ScoringThread fallback', () => {
     } finally {
       await thread.shutdown();
       await thread.shutdown();
+      await completer.shutdown();
       await store.close();
     }
   });

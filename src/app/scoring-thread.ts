@@ -1,8 +1,10 @@
 import type { FailureReason } from '../cel/index.js';
 import type { Config } from '../config/index.js';
-import { LoopWorker, type Result } from '../core/index.js';
+import { type InProcessLoop, LoopWorker, type Result } from '../core/index.js';
 import type { EvaluationObserver } from '../evaluators/index.js';
+import type { TraceCompleter } from '../ingest/index.js';
 import type { PolicyEngine, PolicyEngineObserver } from '../policies/index.js';
+import type { CompletionRules } from '../store/index.js';
 
 /**
  * The worker's heap limits, as the completion worker's (src/ingest/completer-thread.ts): an
@@ -18,6 +20,16 @@ export interface ScoringWorkerData {
   env: Record<string, string | undefined>;
   /** How often forwarded metrics are sent (default 100 ms). */
   flushMs?: number;
+  /**
+   * Trace completion runs in this worker too, with these rules, instead of in a worker of its
+   * own (one isolate less: see ScoringThreadDeps.completer).
+   */
+  completion?: {
+    rules: CompletionRules;
+    /** `traces.limits.max_events_per_span` (see CompleterDeps). */
+    maxEventsPerSpan: number;
+    intervalMs?: number;
+  };
 }
 
 /**
@@ -38,7 +50,8 @@ export type ToScoringWorker = { type: 'wake' } | { type: 'invalidate' } | { type
 export type FromScoringWorker =
   | { type: 'ready' }
   | { type: 'metrics'; calls: ObserverCall[] }
-  | { type: 'webhooks-enqueued' };
+  | { type: 'webhooks-enqueued' }
+  | { type: 'completed'; traces: number };
 
 /** What forwarded calls are applied to (the server's Metrics). */
 export type ScoringObserver = PolicyEngineObserver & EvaluationObserver;
@@ -141,7 +154,28 @@ export interface ScoringThreadDeps {
   observer: ScoringObserver;
   /** The worker wrote webhook deliveries (wakes this thread's dispatcher). */
   onWebhooksEnqueued?: () => void;
+  /**
+   * With `data.completion`: the in-process completer, which takes over with the engine when the
+   * worker cannot start or dies.
+   */
+  completer?: TraceCompleter;
+  /** The worker completed traces (its engine is woken there). */
+  onCompleted?: (traces: number) => void;
   logger?: { warn(obj: object, msg: string): void };
+}
+
+/** Both in-process loops, started and stopped together. */
+function together(a: InProcessLoop, b: InProcessLoop | undefined): InProcessLoop {
+  if (b === undefined) return a;
+  return {
+    start() {
+      a.start();
+      b.start();
+    },
+    async shutdown() {
+      await Promise.all([a.shutdown(), b.shutdown()]);
+    },
+  };
 }
 
 /**
@@ -152,6 +186,11 @@ export interface ScoringThreadDeps {
  * leaves its claimed items to be claimed again once their visibility timeout passes, by the
  * in-process engine that takes over. On `stop` the batch in progress finishes (judge calls
  * included); a wedged worker is ended.
+ *
+ * With `data.completion` the worker also completes traces (the completion loop, with its rules),
+ * so a server scoring in a worker runs one background isolate rather than two: the completion
+ * worker's isolate is mostly idle when whole traces complete on arrival, and each isolate costs
+ * tens of MB (docs/performance.md#one-background-thread).
  */
 export class ScoringThread extends LoopWorker<ToScoringWorker, FromScoringWorker> {
   private wakePending = false;
@@ -161,13 +200,14 @@ export class ScoringThread extends LoopWorker<ToScoringWorker, FromScoringWorker
       entry: new URL('./scoring-worker.js', import.meta.url),
       workerData: deps.data,
       resourceLimits: RESOURCE_LIMITS,
-      fallback: deps.fallback,
-      work: 'online scoring',
-      doing: 'scoring',
+      fallback: together(deps.fallback, deps.completer),
+      work: deps.completer === undefined ? 'online scoring' : 'online scoring and trace completion',
+      doing: deps.completer === undefined ? 'scoring' : 'scoring and completing',
       logger: deps.logger,
       onMessage: (msg) => {
         if (msg.type === 'metrics') applyObserverCalls(deps.observer, msg.calls);
         else if (msg.type === 'webhooks-enqueued') deps.onWebhooksEnqueued?.();
+        else if (msg.type === 'completed') deps.onCompleted?.(msg.traces);
       },
     });
   }

@@ -2,13 +2,15 @@
  * Worker-thread entry of online scoring (see scoring-thread.ts): opens its own store connection
  * and builds what the engine needs from the server config — the evaluators and judges, plug-ins,
  * the webhook outbox and the trace sources' result sinks — so selecting, evaluating and storing
- * results do not take CPU from the thread that answers requests. Its metrics are forwarded to the
+ * results do not take CPU from the thread that answers requests. With `completion` in its data it
+ * also runs the trace completion loop (then no completion worker runs). Its metrics are forwarded to the
  * main thread in batches; deliveries it writes wake the main thread's webhook dispatcher.
  */
 import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { destination, pino } from 'pino';
 import { type Component, startAll, stopAll, systemClock } from '../core/index.js';
+import { normalizeStoredTrace, TraceCompleter } from '../ingest/index.js';
 import { resultSinks, SourceDirectory } from '../sources/index.js';
 import { openStore } from '../store/index.js';
 import { WebhookOutbox } from '../webhooks/index.js';
@@ -34,7 +36,8 @@ try {
   // Not Linux, or not permitted: the thread keeps its inherited name.
 }
 // Unlike the completion worker, this thread keeps the process's priority: at nice 10 it accepted
-// no more traces and scored no sooner (docs/performance.md), and freshness is its budget.
+// no more traces and scored no sooner (docs/performance.md), and freshness is its budget. The
+// completion it runs too is mostly what no request completed on arrival, and feeds this engine.
 
 const data = workerData as ScoringWorkerData;
 const port = parentPort;
@@ -86,6 +89,31 @@ const scoring = buildPolicyEngine(config, {
   sinks,
 });
 
+// Completion here too (ScoringWorkerData.completion): the traces it completes wake this engine.
+const { completion } = data;
+const completer =
+  completion === undefined
+    ? undefined
+    : new TraceCompleter({
+        store,
+        clock,
+        rules: completion.rules,
+        maxEventsPerSpan: completion.maxEventsPerSpan,
+        normalize: normalizeStoredTrace,
+        observer: {
+          onCompleted: (traces) => {
+            if (traces === 0) return;
+            post({ type: 'completed', traces });
+            scoring.wake();
+          },
+          onReceived: () => undefined,
+          onRejected: () => undefined,
+          onStored: () => undefined,
+        },
+        logger,
+        ...(completion.intervalMs === undefined ? {} : { intervalMs: completion.intervalMs }),
+      });
+
 let stopping = false;
 port.on('message', (msg: ToScoringWorker) => {
   if (msg.type === 'wake') scoring.wake();
@@ -97,6 +125,8 @@ port.on('message', (msg: ToScoringWorker) => {
     stopping = true;
     void (async () => {
       try {
+        // What completion still finishes is scored before the engine stops.
+        await completer?.shutdown();
         await scoring.shutdown();
       } finally {
         observer.flush();
@@ -107,4 +137,5 @@ port.on('message', (msg: ToScoringWorker) => {
   }
 });
 scoring.start();
+completer?.start();
 post({ type: 'ready' });
