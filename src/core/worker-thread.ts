@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { type ResourceLimits, Worker } from 'node:worker_threads';
 
 /** A loop that can run in-process instead of in its worker thread. */
@@ -100,8 +101,21 @@ export class LoopWorker<ToWorker extends { type: string }, FromWorker extends { 
   }
 }
 
+/**
+ * A worker's young generation is its `resourceLimits.maxYoungGenerationSizeMb` only when no
+ * `--max-semi-space-size` flag is set: V8 reads the flag (which `serve` sets for the main thread,
+ * src/main.ts) for every isolate it creates, over the isolate's own limits, so the scoring worker
+ * had 16 MB semi-spaces (a new space of 34 MB) instead of its 16 MB young generation. The flag is
+ * read when an isolate's heap is set up: cleared here, it still holds for the main thread's heap,
+ * set up at start, and no longer for the workers created after (Node 22 and 24 alike).
+ */
+function letWorkersKeepTheirLimits(): void {
+  setFlagsFromString('--max-semi-space-size=0');
+}
+
 function spawn(options: LoopWorkerOptions<unknown>): Worker {
   const { workerData, resourceLimits } = options;
+  letWorkersKeepTheirLimits();
   const entry = options.entry.href;
   if (import.meta.url.endsWith('.ts')) {
     // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
