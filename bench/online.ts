@@ -34,7 +34,9 @@
  * 27.5 → 0.47 s; peak RSS 289–299 → 370–416 MB (the worker's isolate: over the 300 MB budget).
  * The whole bench with defaults (load average 1.2–2.0): at 1,000 traces/s offered, PostgreSQL
  * accepted all at freshness p95 0.09 s, SQLite 593/s (38% refused 503) at 0.20 s; peak RSS 392
- * MB (SQLite) and 383 MB (PostgreSQL).
+ * MB (SQLite) and 383 MB (PostgreSQL). Since the scoring worker also completes traces and gets its
+ * own 16 MB young generation (docs/performance.md#one-background-thread): peak 332–344 MB on
+ * SQLite and 351 MB on PostgreSQL with BENCH_ONLINE_BURST=2000 (3000) BENCH_ONLINE_FAST_SECONDS=20.
  *
  * BENCH_CPU_PROFILE=PREFIX writes V8 CPU profiles of the server process (every thread; the main
  * thread's file is the one whose name has thread id 0) under the directory PREFIX-LABEL.
