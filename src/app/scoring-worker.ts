@@ -3,8 +3,8 @@
  * and builds what the engine needs from the server config — the evaluators and judges, plug-ins,
  * the webhook outbox and the trace sources' result sinks — so selecting, evaluating and storing
  * results do not take CPU from the thread that answers requests. With `completion` in its data it
- * also runs the trace completion loop (then no completion worker runs). Its metrics are forwarded to the
- * main thread in batches; deliveries it writes wake the main thread's webhook dispatcher.
+ * also runs the trace completion loop (then no completion worker runs). Its metrics are forwarded
+ * to the main thread in batches; deliveries it writes wake the main thread's webhook dispatcher.
  */
 import { writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
