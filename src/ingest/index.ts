@@ -39,7 +39,6 @@ export {
   nextTurn,
   type PulledTrace,
   PulledTraceWriter,
-  recordDigest,
   type SpanRedactor,
   TraceCompleter,
   type TraceNormalizer,

@@ -211,7 +211,8 @@ export class IngestService {
           labels,
           source: target.source,
         });
-        batch.whole = { trace, digest: recordDigest(trace.record) };
+        const { json, digest } = serializedRecord(trace.record);
+        batch.whole = { trace, digest, recordJson: json };
         if (performance.now() - sliceStart >= NORMALIZE_SLICE_MS) {
           await nextTurn();
           sliceStart = performance.now();
@@ -315,7 +316,7 @@ export class PulledTraceWriter {
     const { store, observer } = this.deps;
     const { spans, labels, pending, normalized } = await this.prepare(trace, adjust);
     const now = pending.lastSpanAt;
-    const digest = recordDigest(normalized.record);
+    const { json, digest } = serializedRecord(normalized.record);
     observer?.onReceived(spans.length, 1);
     const changed = await store.withTransaction(async (tx) => {
       await tx.traces.appendSpans(
@@ -323,7 +324,7 @@ export class PulledTraceWriter {
         now,
         { pause: nextTurn },
       );
-      const result = await tx.traces.complete(pending, normalized, digest, now);
+      const result = await tx.traces.complete(pending, normalized, digest, now, json);
       if (trace.index !== undefined) await tx.sources.saveTraces([trace.index]);
       const queue =
         result.changed &&
@@ -383,9 +384,14 @@ export class PulledTraceWriter {
   }
 }
 
-/** sha256 of the record: equal records, equal digests (late duplicate spans change nothing). */
-export function recordDigest(record: EvalRecord): string {
-  return createHash('sha256').update(JSON.stringify(record)).digest('hex');
+/**
+ * A record's JSON, as the store keeps it, and its sha256 digest, taken of that JSON (equal
+ * records, equal digests: late duplicate spans change nothing). One serialization for both: each
+ * record used to be serialized twice, once for its digest and once to store.
+ */
+export function serializedRecord(record: EvalRecord): { json: string; digest: string } {
+  const json = JSON.stringify(record);
+  return { json, digest: createHash('sha256').update(json).digest('hex') };
 }
 
 /** Turns a completed trace's spans into its Record and summary (src/ingest/conventions). */
@@ -467,7 +473,8 @@ export class TraceCompleter {
       });
       const done = due.map((pending, i) => {
         const normalized = this.deps.normalize(spans[i] ?? [], pending);
-        return { pending, normalized, digest: recordDigest(normalized.record) };
+        const { json, digest } = serializedRecord(normalized.record);
+        return { pending, normalized, digest, json };
       });
       // A changed version gets its online-scoring work item in the transaction that stores it, so
       // a stored trace is never left unqueued (DESIGN §1) — in projects that have a policy: with
@@ -478,7 +485,7 @@ export class TraceCompleter {
         const items: NewWorkItem[] = [];
         let completed = 0;
         for (const d of done) {
-          const result = await tx.traces.complete(d.pending, d.normalized, d.digest, now);
+          const result = await tx.traces.complete(d.pending, d.normalized, d.digest, now, d.json);
           if (!result.completed) continue;
           completed++;
           if (result.changed && scored.has(d.pending.project)) {

@@ -1,12 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  CompiledQuery,
-  type Expression,
-  type Kysely,
-  type Selectable,
-  type SqlBool,
-  sql,
-} from 'kysely';
+import { CompiledQuery, type Kysely, type Selectable, type SqlBool, sql } from 'kysely';
 import {
   type Attributes,
   attachDetachedEvents,
@@ -388,7 +381,7 @@ export class KyselyTraceStore implements TraceStore {
       s.error ? 1 : 0,
       JSON.stringify(s.labels),
       whole.digest,
-      JSON.stringify(whole.trace.record),
+      whole.recordJson ?? JSON.stringify(whole.trace.record),
       whole.trace.root === undefined ? null : roots.column(open[0] as string, whole.trace.root),
       usageColumn(whole.trace.record),
     );
@@ -576,6 +569,7 @@ export class KyselyTraceStore implements TraceStore {
     trace: NormalizedTrace,
     digest: string,
     now: number,
+    recordJson?: string,
   ): Promise<CompletionResult> {
     // Raw statements: completion runs per trace, and the query builder's compile dominated it.
     const p = (n: number) => (this.dialect === 'postgres' ? `$${n}` : '?');
@@ -608,7 +602,7 @@ export class KyselyTraceStore implements TraceStore {
           s.error ? 1 : 0,
           JSON.stringify(s.labels),
           digest,
-          JSON.stringify(trace.record),
+          recordJson ?? JSON.stringify(trace.record),
           trace.root === undefined ? null : await this.rootColumn(pending.project, trace.root),
           usageColumn(trace.record),
           pending.project,

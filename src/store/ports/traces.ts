@@ -57,6 +57,8 @@ export interface SpanBatch {
 export interface WholeTrace {
   trace: NormalizedTrace;
   digest: string;
+  /** `JSON.stringify(trace.record)`, when the digest was taken of it: stored as is. */
+  recordJson?: string;
 }
 
 /** What `appendSpans` did beyond storing spans. */
@@ -151,13 +153,15 @@ export interface TraceStore {
   ): Promise<Span[][]>;
   /**
    * Records a completed trace's summary, record and digest, only if no span arrived since
-   * `pending.lastSpanAt`.
+   * `pending.lastSpanAt`. `recordJson` is `JSON.stringify(trace.record)` when the caller has it
+   * (the digest's input), so the record is not serialized twice.
    */
   complete(
     pending: PendingTrace,
     trace: NormalizedTrace,
     digest: string,
     now: number,
+    recordJson?: string,
   ): Promise<CompletionResult>;
   /** Completed traces, newest first. */
   list(filter: TraceFilter, page: PageRequest): Promise<Page<StoredTrace>>;
