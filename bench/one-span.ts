@@ -11,6 +11,8 @@
  * does), the server's CPU per trace (all threads, /proc) to complete and to score, and the load
  * average. Rates move with the host's load; CPU per trace is the figure to compare.
  *
+ * BENCH_ONE_SPAN_WORKER=1 runs this build with `online.worker: true`.
+ *
  * BENCH_ONE_SPAN_BASELINE=path/to/main.js also runs another compiled server (say, a build of the
  * main branch: `npx tsc -p tsconfig.build.json --outDir DIR` in its checkout), alternating with
  * this one run by run; BENCH_ONE_SPAN_ROUNDS (default 1) pairs of runs per id shape.
@@ -43,6 +45,8 @@ import { cpuSeconds, fmt, load } from './stats.js';
 const TRACES = Number(process.env.BENCH_ONE_SPAN_TRACES ?? 30_000);
 const ROUNDS = Number(process.env.BENCH_ONE_SPAN_ROUNDS ?? 1);
 const BASELINE = process.env.BENCH_ONE_SPAN_BASELINE;
+/** BENCH_ONE_SPAN_WORKER=1 runs this build with `online.worker: true` (scoring off the main thread). */
+const WORKER = process.env.BENCH_ONE_SPAN_WORKER === '1';
 const PER_REQUEST = 500;
 const IN_FLIGHT = 4;
 const POLICY = 'tool-errors-only';
@@ -203,7 +207,11 @@ export async function main(): Promise<void> {
   // This build completes whole traces on arrival (`traces.complete_on_arrival`); the baseline
   // is run with its defaults (a build before the setting refuses it).
   const servers: [string, string, string][] = [
-    ['this build', built, 'traces:\n  complete_on_arrival: true\n'],
+    [
+      WORKER ? 'this build, online.worker' : 'this build',
+      built,
+      `traces:\n  complete_on_arrival: true\n${WORKER ? 'online:\n  worker: true\n' : ''}`,
+    ],
   ];
   if (BASELINE !== undefined && BASELINE !== '') servers.unshift(['baseline', BASELINE, '']);
   console.log(
