@@ -36,6 +36,7 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
   afterAll(async () => {
     await hooks.close();
   });
+  /** The app, not listening yet, with the policy `weather` applied. */
   async function build(overrides: Record<string, unknown> = {}): Promise<void> {
     const store = await variant.open();
     dispose = store.dispose;
@@ -54,6 +55,12 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
       env: {},
       processMetrics: false,
       logger: pino({ level: 'silent' }),
+    });
+    await app.policies.apply(OPEN_PRINCIPAL, {
+      apiVersion: 'touchstone.dev/v1alpha1',
+      kind: 'OnlineEvalPolicy',
+      metadata: { name: 'weather' },
+      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
     });
   }
   beforeEach(() => {
@@ -98,12 +105,6 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
       events: ['trace.scored'],
     });
     hooks.secret = hook.secret ?? '';
-    await app.policies.apply(OPEN_PRINCIPAL, {
-      apiVersion: 'touchstone.dev/v1alpha1',
-      kind: 'OnlineEvalPolicy',
-      metadata: { name: 'weather' },
-      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
-    });
     // The in-process engine is only the fallback: it must not be the one that scores here.
     const inProcess = vi.spyOn(app.engine, 'start');
     const ticked = vi.spyOn(app.engine, 'tick');
@@ -140,12 +141,6 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
   it('completes traces in the same worker: no completion worker, nothing in-process', async () => {
     // Not completed on arrival: the completion loop completes the trace once its grace passed.
     await build({ traces: { complete_on_arrival: false, completion_grace: '0s' } });
-    await app.policies.apply(OPEN_PRINCIPAL, {
-      apiVersion: 'touchstone.dev/v1alpha1',
-      kind: 'OnlineEvalPolicy',
-      metadata: { name: 'weather' },
-      spec: { stages: [{ evaluators: [{ ref: 'tool-errors' }] }] },
-    });
     const completionWorker = vi.spyOn(CompleterThread.prototype, 'start');
     const inProcess = vi.spyOn(app.completer, 'start');
     const ticked = vi.spyOn(app.completer, 'tick');
