@@ -103,13 +103,11 @@ export function createPolicyService(
  */
 export function buildPolicies(
   config: Readonly<Config>,
-  deps: BuildBase & {
-    evaluation: EvaluationService;
-    events: PolicyEventSink;
-    sinks: readonly ResultSink[];
-    checkSink?: PolicyServiceDeps['checkSink'];
-    scoring: () => { invalidate(): void; wake(): void };
-  },
+  deps: BuildBase &
+    Omit<Parameters<typeof buildPolicyEngine>[1], 'observer'> & {
+      checkSink?: PolicyServiceDeps['checkSink'];
+      scoring: () => { invalidate(): void; wake(): void };
+    },
 ): { engine: PolicyEngine; service: PolicyService } {
   const engine = buildPolicyEngine(config, { ...deps, observer: deps.metrics });
   const service = createPolicyService(config, {

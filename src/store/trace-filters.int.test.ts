@@ -489,9 +489,7 @@ describe('the plans of the leading probes on SQLite', () => {
       const scores = new KyselyResultStore(db, 'sqlite');
       const scored = await scores.list(
         { project: 'p', policy: 'quality', evaluator: 'e' },
-        {
-          pageSize: 50,
-        },
+        { pageSize: 50 },
       );
       expect(scored.items.map((t) => t.trace.traceId).sort()).toEqual(['a', 'b']);
       const lists = queries.filter((q) => /^select .* from "traces"/s.test(q.sql));

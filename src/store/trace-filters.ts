@@ -181,8 +181,9 @@ export function probesOf(
  * LEAD_MAX + 1), or when every filter matches more than LEAD_MAX traces and they are not few
  * together. Neither: the caller walks its order index. The caller still applies every filter
  * (these are candidates) but the results filter when `resultsChecked`: checking each of up to
- * 5,000 traces again read a result row per trace (its outcome is not in the primary key). Each filter is counted first (an index-only count of up to LEAD_MAX + 1
- * entries, well under a millisecond); ids are read only for the one that leads.
+ * 5,000 traces again read a result row per trace (its outcome is not in the primary key). Each
+ * filter is counted first (an index-only count of up to LEAD_MAX + 1 entries, well under a
+ * millisecond); ids are read only for the one that leads.
  */
 export async function planLead(
   db: Kysely<Database>,
@@ -233,8 +234,9 @@ export async function planLead(
 
 /**
  * The traces that may match `filter` when some indexed filter, labels included, is selective
- * (`planLead`'s ids, labels leading by ids too): for the scores list (trace_labels does not
- * carry its order: migration 18) and reads not in a list's order (aggregates).
+ * (`planLead`'s ids, labels leading by ids too), for reads not in a list's order (aggregates).
+ * The scores list calls `planLead` so too (trace_labels does not carry its order: migration 18),
+ * and reads its `resultsChecked`.
  */
 export async function leadingTraces(
   db: Kysely<Database>,
