@@ -43,7 +43,7 @@ const engine = new GuardEngine({
     },
   },
 });
-const server = createExtProcServer({
+const server = await createExtProcServer({
   host: '127.0.0.1',
   port: 0,
   maxStreams: 1000,

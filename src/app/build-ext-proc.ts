@@ -13,10 +13,10 @@ import { authRequired } from './build-server.js';
  * as REST callers do (a bearer API key or identity token, here in the stream's `authorization`
  * metadata), whenever the server requires auth or the processor listens off loopback.
  */
-export function buildExtProc(
+export async function buildExtProc(
   config: Readonly<Config>,
   deps: { guard: Guard; bearer: Pick<BearerAuthenticator, 'authenticate'> },
-): ExtProcServer | undefined {
+): Promise<ExtProcServer | undefined> {
   const ext = config.guardrails.ext_proc;
   if (ext.listen === undefined) return undefined;
   const required = !config.no_auth && (authRequired(config) || !isLoopbackListen(ext.listen));

@@ -224,7 +224,7 @@ async function assemble(
       guardrails,
     },
   });
-  const extProc = buildExtProc(config, { guard: guardrails.engine, bearer: identity.bearer });
+  const extProc = await buildExtProc(config, { guard: guardrails.engine, bearer: identity.bearer });
   // Started in this order, stopped in reverse: the server stops accepting and drains first, then
   // each worker stops before what it feeds or writes to; the store closes last.
   const components = [

@@ -1,12 +1,24 @@
-import { parquetMetadata, parquetReadObjects } from 'hyparquet';
-import { parquetHeader } from 'hyparquet/src/column.js';
-import { compressors } from 'hyparquet-compressors';
+import type { parquetMetadata } from 'hyparquet';
+import type { parquetHeader } from 'hyparquet/src/column.js';
 import { isTouchstoneError } from '../core/index.js';
 import { DatasetErrors } from './error-codes.js';
 import type { DatasetLimits } from './limits.js';
 import type { RowLocation } from './rows.js';
 
 type FileMetaData = ReturnType<typeof parquetMetadata>;
+
+/** The reader and its codecs (about 1 MB of heap), loaded at the first Parquet upload. */
+async function loadReader() {
+  const [{ parquetMetadata, parquetReadObjects }, { parquetHeader }, { compressors }] =
+    await Promise.all([
+      import('hyparquet'),
+      import('hyparquet/src/column.js'),
+      import('hyparquet-compressors'),
+    ]);
+  return { parquetMetadata, parquetReadObjects, parquetHeader, compressors };
+}
+
+let hyparquet: ReturnType<typeof loadReader> | undefined;
 
 const MAGIC = [0x50, 0x41, 0x52, 0x31]; // "PAR1"
 
@@ -65,7 +77,12 @@ function topLevelFields(metadata: FileMetaData): Map<string, boolean> {
  * `maxNormalizedBytes` in all, which bounds the memory a small, highly compressed file can make
  * the reader allocate.
  */
-function checkPages(view: DataView, metadata: FileMetaData, limits: DatasetLimits): void {
+function checkPages(
+  view: DataView,
+  metadata: FileMetaData,
+  limits: DatasetLimits,
+  readHeader: typeof parquetHeader,
+): void {
   const fields = topLevelFields(metadata);
   let total = 0;
   for (const [g, group] of metadata.row_groups.entries()) {
@@ -91,7 +108,7 @@ function checkPages(view: DataView, metadata: FileMetaData, limits: DatasetLimit
         const reader = { view, offset };
         let header: ReturnType<typeof parquetHeader>;
         try {
-          header = parquetHeader(reader);
+          header = readHeader(reader);
         } catch {
           throw notParquet(`row group ${g}, column ${column}: unreadable page header`);
         }
@@ -134,6 +151,8 @@ export async function* parquetRows(
   limits: DatasetLimits,
 ): AsyncGenerator<{ at: RowLocation; value: unknown }> {
   if (!looksLikeParquet(body)) throw notParquet('it does not start and end with "PAR1"');
+  hyparquet ??= loadReader();
+  const { parquetMetadata, parquetReadObjects, parquetHeader, compressors } = await hyparquet;
   const file = exactBuffer(body);
   let metadata: FileMetaData;
   try {
@@ -147,7 +166,7 @@ export async function* parquetRows(
       `the file has ${rows} rows; the limit is ${limits.maxRecords} records per dataset`,
     );
   }
-  checkPages(new DataView(file), metadata, limits);
+  checkPages(new DataView(file), metadata, limits, parquetHeader);
   let start = 0;
   for (const [g, group] of metadata.row_groups.entries()) {
     const count = Number(group.num_rows);

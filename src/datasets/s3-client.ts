@@ -1,12 +1,16 @@
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
 import {
   type Clock,
   isTouchstoneError,
   type TouchstoneError,
   withoutTrailingSlashes,
 } from '../core/index.js';
-import { type HttpClient, type HttpMethod, type HttpResponse, NetErrors } from '../net/index.js';
+import {
+  awsSigner,
+  type HttpClient,
+  type HttpMethod,
+  type HttpResponse,
+  NetErrors,
+} from '../net/index.js';
 import { DatasetErrors } from './error-codes.js';
 
 /** Access keys for SigV4; resolved at every request so rotated secrets apply at once. */
@@ -27,12 +31,6 @@ export interface S3ClientOptions {
   /** The guarded outbound client (net/); the endpoint's host is allowed by the caller. */
   http: HttpClient;
   clock: Clock;
-}
-
-class Sha256 extends Hash {
-  constructor(secret?: Parameters<typeof Hash.prototype.update>[0]) {
-    super('sha256', secret);
-  }
 }
 
 /** RFC 3986 encoding of one key segment, as S3's canonical URI wants it. */
@@ -118,14 +116,12 @@ export class S3Client {
     const query = options.query ?? {};
     for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
     const credentials = await this.options.credentials();
-    const signer = new SignatureV4({
+    const signer = await awsSigner({
       service: 's3',
       region: this.options.region,
       credentials,
-      sha256: Sha256,
       // S3 signs the path as sent (each segment encoded once).
       uriEscapePath: false,
-      applyChecksum: true,
     });
     const headers: Record<string, string> = { host: url.host };
     if (options.contentType !== undefined) headers['content-type'] = options.contentType;

@@ -6,6 +6,8 @@
  * webhook (api/) and the external processor (`ext-proc/`: Envoy ext_proc v3 over gRPC) call
  * `GuardEngine.decide`. docs/guardrails.md
  */
+import type { ExtProcServer, ExtProcServerDeps } from './ext-proc/index.js';
+
 export {
   CANNOT_DECIDE_STATUS,
   type CheckOutcome,
@@ -19,16 +21,12 @@ export {
   POLICY_CACHE_MS,
 } from './engine.js';
 export { GuardErrors } from './error-codes.js';
-export {
-  createExtProcServer,
-  type ExtProcServer,
-  type ExtProcServerDeps,
-  type ExtProcSettings,
-  type Guard,
-  POLICY_METADATA,
-  PROJECT_METADATA,
-  processStream,
-  type StreamCaller,
+export type {
+  ExtProcServer,
+  ExtProcServerDeps,
+  ExtProcSettings,
+  Guard,
+  StreamCaller,
 } from './ext-proc/index.js';
 export {
   MAX_MESSAGES,
@@ -66,3 +64,12 @@ export type {
   GuardPhase,
   GuardSubject,
 } from './types.js';
+
+/**
+ * The Envoy external processor. Its code and Envoy's message types (about 1.3 MB of heap) are
+ * loaded only by a server that has one configured.
+ */
+export async function createExtProcServer(deps: ExtProcServerDeps): Promise<ExtProcServer> {
+  const extProc = await import('./ext-proc/index.js');
+  return extProc.createExtProcServer(deps);
+}

@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../core/index.js';
 import { openStore } from '../store/index.js';
 import type { CompleterWorkerData, FromCompleterWorker } from './completer-thread.js';
-import { normalizeStoredTrace } from './index.js';
+import { normalizeStoredTrace } from './normalize-stored.js';
 import { TraceCompleter } from './pipeline.js';
 
 const data = workerData as CompleterWorkerData;

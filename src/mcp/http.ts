@@ -1,8 +1,6 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isLoopbackHost } from '../config/index.js';
 import { McpErrors } from './error-codes.js';
-import { createMcpServer } from './server.js';
 import type { McpServices } from './tools.js';
 
 export const MCP_PATH = '/mcp';
@@ -22,6 +20,24 @@ export interface McpHttpOptions {
   /** Issuers of `auth.oidc`; when any, 401s point at the protected-resource metadata. */
   issuers: readonly string[];
 }
+
+/**
+ * The protocol SDK and the tool server (about 4 MB of heap), loaded at the first `/mcp` POST: a
+ * server no agent talks to over the tool protocol never holds them.
+ */
+let protocol:
+  | Promise<
+      [
+        typeof import('./server.js'),
+        typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+      ]
+    >
+  | undefined;
+const loadProtocol = () =>
+  (protocol ??= Promise.all([
+    import('./server.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+  ]));
 
 /** A host name without its port; `[::1]:4318` → `::1`. */
 function hostName(host: string): string {
@@ -121,6 +137,7 @@ export async function mcpRoutes(app: FastifyInstance, options: McpHttpOptions): 
         `a batch of ${body.length} messages; at most ${MAX_BATCH_MESSAGES} per request`,
       );
     }
+    const [{ createMcpServer }, { StreamableHTTPServerTransport }] = await loadProtocol();
     const server = createMcpServer(request.principal, options.services, request.log, request.id);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -1,4 +1,3 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { MAX_BATCH_MESSAGES } from './http.js';
 
@@ -38,6 +37,7 @@ export async function serveStdio(
   post: PostMcp,
   streams: { stdin: NodeJS.ReadableStream; stdout: NodeJS.WritableStream },
 ): Promise<void> {
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
   const transport = new StdioServerTransport(streams.stdin as never, streams.stdout as never);
   const answer = async (message: JSONRPCMessage) => {
     const posted = await post(message);

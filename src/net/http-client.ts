@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { Agent, buildConnector } from 'undici';
+import type { Agent } from 'undici';
 import {
   type Clock,
   isError,
@@ -224,7 +224,14 @@ function discard(body: Readable): void {
   body.destroy();
 }
 
-/** Builds the product's one outbound HTTP client, on undici Agents it owns. */
+/**
+ * undici (5–6 MB of heap once loaded), loaded at the first request: a process or worker thread
+ * that never calls out (the completion thread, a replica without sources or judges) never loads it.
+ */
+let undici: Promise<typeof import('undici')> | undefined;
+const loadUndici = () => (undici ??= import('undici'));
+
+/** Builds the product's one outbound HTTP client, on undici Agents it owns, made at first use. */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const clock = options.clock ?? systemClock;
   const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -232,22 +239,26 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const defaultMaxRedirects = options.maxRedirects ?? 0;
   const userAgent = options.userAgent ?? 'touchstone';
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const base = buildConnector({ timeout: connectTimeoutMs });
   const wrap = (c: Connector) => (options.wrapConnector ? options.wrapConnector(c) : c);
-  const direct = new Agent({ connect: wrap(base) });
   const router = options.proxy ? createProxyRouter(options.proxy) : undefined;
-  // One Agent per proxy in use; the guard wraps the tunnel, so it checks before the proxy is asked.
-  const viaProxy = new Map<ProxyEndpoint, Agent>();
+  /** The direct Agent, and one Agent per proxy in use (the guard wraps the tunnel, so it checks before the proxy is asked). */
+  const agents = new Map<ProxyEndpoint | undefined, Promise<Agent>>();
   let closing: Promise<void> | undefined;
 
-  function dispatcherFor(url: URL): Agent {
+  function dispatcherFor(url: URL): Promise<Agent> {
     if (closing !== undefined) throw NetErrors.OUTBOUND_UNAVAILABLE('the HTTP client is closed');
     const proxy = router?.forTarget(url);
-    if (proxy === undefined) return direct;
-    let agent = viaProxy.get(proxy);
+    let agent = agents.get(proxy);
     if (agent === undefined) {
-      agent = new Agent({ connect: wrap(tunnelConnector(proxy, base, connectTimeoutMs)) });
-      viaProxy.set(proxy, agent);
+      agent = loadUndici().then(({ Agent, buildConnector }) => {
+        const base = buildConnector({ timeout: connectTimeoutMs });
+        return new Agent({
+          connect: wrap(
+            proxy === undefined ? base : tunnelConnector(proxy, base, connectTimeoutMs),
+          ),
+        });
+      });
+      agents.set(proxy, agent);
     }
     return agent;
   }
@@ -322,7 +333,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         }
         let res: Awaited<ReturnType<Agent['request']>>;
         try {
-          res = await dispatcherFor(target).request({
+          res = await (await dispatcherFor(target)).request({
             origin: target.origin,
             path: `${target.pathname}${target.search}`,
             method,
@@ -423,10 +434,9 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   return {
     request,
     close() {
-      closing ??= Promise.all([
-        direct.close(),
-        ...[...viaProxy.values()].map((a) => a.close()),
-      ]).then(() => undefined);
+      closing ??= Promise.all([...agents.values()].map(async (a) => (await a).close())).then(
+        () => undefined,
+      );
       return closing;
     },
   };

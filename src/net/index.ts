@@ -7,6 +7,7 @@
  * `wrapConnector` seams. Imports only `core`; must not import any other area, and nothing here
  * reads `process.env` (the environment and proxy settings are handed in).
  */
+export { type AwsSignerOptions, awsSigner } from './aws-sigv4.js';
 export {
   type CredentialGrant,
   type CredentialRef,

@@ -5,9 +5,7 @@ import { StoreErrors } from './error-codes.js';
 import { migrate } from './migrate.js';
 import { MIGRATIONS } from './migrations/index.js';
 import type { Store } from './ports.js';
-import { createPostgresBackend } from './postgres/backend.js';
 import type { Database } from './schema.js';
-import { createSqliteBackend } from './sqlite/backend.js';
 import { KyselyStore } from './store.js';
 
 /** The `store` section of the server config (`Config['store']` fits it). */
@@ -37,15 +35,17 @@ export interface OpenStoreOptions {
 
 const DEFAULT_POOL_SIZE = 10;
 
-function createBackend(
+/** Each backend, and its driver, is loaded only by a process that uses it. */
+async function createBackend(
   config: StoreConfig,
   dataDir: string | undefined,
   options: OpenStoreOptions,
-): StoreBackend {
+): Promise<StoreBackend> {
   if (config.driver === 'postgres') {
     if (config.url === undefined || config.url === '') {
       throw StoreErrors.STORE_CONFIG_INVALID('store.url is required when store.driver is postgres');
     }
+    const { createPostgresBackend } = await import('./postgres/backend.js');
     return createPostgresBackend({
       url: config.url,
       poolSize: config.pool_size ?? DEFAULT_POOL_SIZE,
@@ -55,6 +55,7 @@ function createBackend(
   if (dataDir === undefined || dataDir === '') {
     throw StoreErrors.STORE_CONFIG_INVALID('data_dir is required for the sqlite store');
   }
+  const { createSqliteBackend } = await import('./sqlite/backend.js');
   return createSqliteBackend(dataDir);
 }
 
@@ -69,7 +70,7 @@ export async function openStore(
 ): Promise<Store> {
   const section = 'store' in config ? config.store : config;
   const dataDir = options.dataDir ?? ('store' in config ? config.data_dir : undefined);
-  const backend = createBackend(section, dataDir, options);
+  const backend = await createBackend(section, dataDir, options);
   const db = new Kysely<Database>({
     dialect: translatingDialect(backend.kyselyDialect, backend.translateError),
   });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { awsSigner } from '../../../net/index.js';
 import { isRecord } from '../json-rest.js';
 import type { MlflowAuth } from './auth.js';
 import { MlflowErrors } from './error-codes.js';
@@ -106,12 +105,6 @@ export function parseAwsCredential(value: string | undefined): AwsCredential {
   };
 }
 
-class Sha256 extends Hash {
-  constructor(secret?: Parameters<typeof Hash.prototype.update>[0]) {
-    super('sha256', secret);
-  }
-}
-
 export interface SigV4Options {
   arn: SageMakerArn;
   credential: AwsCredential;
@@ -132,14 +125,7 @@ function queryOf(url: URL): Record<string, string | string[]> {
 export function sigV4Auth(options: SigV4Options): MlflowAuth {
   const { arn, credential } = options;
   const now = options.now ?? Date.now;
-  const signer = new SignatureV4({
-    service: signingName(arn),
-    region: arn.region,
-    credentials: credential,
-    sha256: Sha256,
-    uriEscapePath: true,
-    applyChecksum: true,
-  });
+  let signer: ReturnType<typeof awsSigner> | undefined;
   return {
     async sign(request) {
       // URLSearchParams writes a space as `+`, which the signature's canonical query would read
@@ -153,7 +139,13 @@ export function sigV4Auth(options: SigV4Options): MlflowAuth {
         // Signed, as the plugin sends it: the server checks the body against it.
         'x-amz-content-sha256': createHash('sha256').update(body).digest('hex'),
       };
-      const signed = await signer.sign(
+      signer ??= awsSigner({
+        service: signingName(arn),
+        region: arn.region,
+        credentials: credential,
+        uriEscapePath: true,
+      });
+      const signed = await (await signer).sign(
         {
           method: request.method,
           protocol: url.protocol,

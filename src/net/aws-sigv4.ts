@@ -1,0 +1,36 @@
+import type { SignatureV4 } from '@smithy/signature-v4';
+
+export interface AwsSignerOptions {
+  /** The signing name: `s3`, `sagemaker`… */
+  service: string;
+  region: string;
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /** Encode each path segment again when signing (every service but S3, which signs the path as sent). */
+  uriEscapePath: boolean;
+}
+
+/** The AWS SigV4 signer and a SHA-256 for it, loaded at the first signature (about 1 MB of heap). */
+async function loadSigning() {
+  const [{ Hash }, { SignatureV4 }] = await Promise.all([
+    import('@smithy/hash-node'),
+    import('@smithy/signature-v4'),
+  ]);
+  class Sha256 extends Hash {
+    constructor(secret?: Parameters<typeof Hash.prototype.update>[0]) {
+      super('sha256', secret);
+    }
+  }
+  return { SignatureV4, Sha256 };
+}
+
+let signing: ReturnType<typeof loadSigning> | undefined;
+
+/**
+ * A SigV4 signer for one service, region and credential, the payload checksum signed. Only a
+ * process talking to S3 or SageMaker loads the signing code.
+ */
+export async function awsSigner(options: AwsSignerOptions): Promise<SignatureV4> {
+  signing ??= loadSigning();
+  const { SignatureV4, Sha256 } = await signing;
+  return new SignatureV4({ ...options, sha256: Sha256, applyChecksum: true });
+}
