@@ -36,7 +36,9 @@
  * accepted all at freshness p95 0.09 s, SQLite 593/s (38% refused 503) at 0.20 s; peak RSS 392
  * MB (SQLite) and 383 MB (PostgreSQL). Since the scoring worker also completes traces and gets its
  * own 16 MB young generation (docs/performance.md#one-background-thread): peak 332–344 MB on
- * SQLite and 351 MB on PostgreSQL with BENCH_ONLINE_BURST=2000 (3000) BENCH_ONLINE_FAST_SECONDS=20.
+ * SQLite and 351 MB on PostgreSQL with BENCH_ONLINE_BURST=2000 (3000) BENCH_ONLINE_FAST_SECONDS=20;
+ * with the modules only a feature in use needs loaded on demand (docs/performance.md#modules-loaded-on-demand-issue-24),
+ * 298–301 MB on SQLite (the default, in-process scoring: 249 MB).
  *
  * BENCH_CPU_PROFILE=PREFIX writes V8 CPU profiles of the server process (every thread; the main
  * thread's file is the one whose name has thread id 0) under the directory PREFIX-LABEL.

@@ -5,11 +5,11 @@ export interface AwsSignerOptions {
   service: string;
   region: string;
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-  /** Encode each path segment again when signing (every service but S3, which signs the path as sent). */
+  /** Encode each path segment again to sign it: all services but S3 (it signs the path as sent). */
   uriEscapePath: boolean;
 }
 
-/** The AWS SigV4 signer and a SHA-256 for it, loaded at the first signature (about 1 MB of heap). */
+/** The AWS SigV4 signer and its SHA-256 (about 1 MB of heap), loaded at the first signature. */
 async function loadSigning() {
   const [{ Hash }, { SignatureV4 }] = await Promise.all([
     import('@smithy/hash-node'),

@@ -241,7 +241,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const wrap = (c: Connector) => (options.wrapConnector ? options.wrapConnector(c) : c);
   const router = options.proxy ? createProxyRouter(options.proxy) : undefined;
-  /** The direct Agent, and one Agent per proxy in use (the guard wraps the tunnel, so it checks before the proxy is asked). */
+  /**
+   * The direct Agent, and one per proxy in use (the guard wraps the tunnel, so it checks before
+   * the proxy is asked).
+   */
   const agents = new Map<ProxyEndpoint | undefined, Promise<Agent>>();
   let closing: Promise<void> | undefined;
 
