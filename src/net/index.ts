@@ -3,7 +3,7 @@
  * The one outbound HTTP client of the product: every call to a judge, trace store or webhook
  * goes through `createHttpClient` (undici Agents owned here; timeouts, size caps, redirects only
  * when asked and checked hop by hop, Retry-After, the environment proxy), plus the credential
- * resolver and grants. The SSRF guard (`createOutboundGuard`) plugs into its `checkTarget` and
+ * resolver and grants, and the AWS SigV4 signer (S3, SageMaker). The SSRF guard (`createOutboundGuard`) plugs into its `checkTarget` and
  * `wrapConnector` seams. Imports only `core`; must not import any other area, and nothing here
  * reads `process.env` (the environment and proxy settings are handed in).
  */
