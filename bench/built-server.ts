@@ -34,13 +34,14 @@ export function buildServer(name: string): string | undefined {
   return existsSync(main) ? main : undefined;
 }
 
-/** Starts `node <main> serve ARGS` and waits until it listens. */
+/** Starts `node [NODE_ARGS] <main> serve ARGS` and waits until it listens. */
 export async function startBuiltServer(
   main: string,
   args: string[],
   timeoutMs = 30_000,
+  nodeArgs: readonly string[] = [],
 ): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, [main, 'serve', ...args], {
+  const proc = spawn(process.execPath, [...nodeArgs, main, 'serve', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -13,6 +13,10 @@
  *
  * BENCH_ONE_SPAN_WORKER=1 runs this build with `online.worker: true`.
  *
+ * BENCH_CPU_PROFILE=PREFIX writes V8 CPU profiles of each server run (every thread; the main
+ * thread's file has thread id 0 in its name) under PREFIX-N, N counting the runs from 1; the
+ * server is then stopped with SIGTERM, so the profiles are written.
+ *
  * BENCH_ONE_SPAN_BASELINE=path/to/main.js also runs another compiled server (say, a build of the
  * main branch: `npx tsc -p tsconfig.build.json --outDir DIR` in its checkout), alternating with
  * this one run by run; BENCH_ONE_SPAN_ROUNDS (default 1) pairs of runs per id shape.
@@ -28,7 +32,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BasicTracerProvider,
@@ -47,6 +51,8 @@ const ROUNDS = Number(process.env.BENCH_ONE_SPAN_ROUNDS ?? 1);
 const BASELINE = process.env.BENCH_ONE_SPAN_BASELINE;
 /** BENCH_ONE_SPAN_WORKER=1 runs this build with `online.worker: true` (scoring off the main thread). */
 const WORKER = process.env.BENCH_ONE_SPAN_WORKER === '1';
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
+let runs = 0;
 const PER_REQUEST = 500;
 const IN_FLIGHT = 4;
 const POLICY = 'tool-errors-only';
@@ -145,7 +151,17 @@ async function run(
     `log_level: warn\nlimits:\n  max_body_bytes: 67108864\n${config}`,
   );
   const port = await freePort();
-  const proc = await startBuiltServer(main, serveArgs(dataDir, port, join(dataDir, 'config.yaml')));
+  runs++;
+  const profile =
+    CPU_PROFILE === undefined || CPU_PROFILE === ''
+      ? []
+      : ['--cpu-prof', `--cpu-prof-dir=${resolve(`${CPU_PROFILE}-${runs}`)}`];
+  const proc = await startBuiltServer(
+    main,
+    serveArgs(dataDir, port, join(dataDir, 'config.yaml')),
+    undefined,
+    profile,
+  );
   const base = `http://127.0.0.1:${port}`;
   const pid = proc.pid as number;
   try {
@@ -187,7 +203,12 @@ async function run(
       cpuScoredUs: (cpuScored * 1e6) / TRACES,
     };
   } finally {
-    proc.kill('SIGKILL');
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise((r) => proc.once('exit', r));
+      // A profiled server writes its profiles as it exits, after a graceful stop.
+      proc.kill(profile.length > 0 ? 'SIGTERM' : 'SIGKILL');
+      await exited;
+    }
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
