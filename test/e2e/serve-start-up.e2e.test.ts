@@ -58,7 +58,8 @@ export async function resolve(spec, ctx, next) {
   let said = '';
   const exited = new Promise<number | null>((resolve) => proc.on('exit', resolve));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${said}`)), 60_000);
+    // bin/ builds dist/ first when it is stale (not under `npm test`, which builds it before).
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${said}`)), 150_000);
     const read = (d: Buffer) => {
       said += d;
       if (said.includes('listening on')) {
@@ -110,11 +111,11 @@ describe('serve at start', () => {
         ),
       ),
     ).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 
   it('with online.worker: the scoring thread loads nothing on demand either', async () => {
     const edges = await importsOf('worker', 'online:\n  enabled: true\n  worker: true\n');
     expect(reachable(edges, /\/app\/scoring-worker\.(ts|js)$/).length).toBeGreaterThan(100);
     expect(all(edges).filter((u) => ON_DEMAND.test(u))).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 });
