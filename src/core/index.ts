@@ -2,7 +2,7 @@
  * @module core
  * Domain types and schemas (Record, Step, Score, Result), the error type and its catalogue,
  * ids, the clock, the Component lifecycle, background loops (and a worker thread to run one in),
- * retry backoff and the one YAML reader. No I/O but starting worker threads;
+ * retry backoff, loading on demand and the one YAML reader. No I/O but starting worker threads;
  * imports nothing internal.
  */
 export * from './background.js';
@@ -14,6 +14,7 @@ export * from './errors.js';
 export * from './glob.js';
 export * from './ids.js';
 export * from './issues.js';
+export * from './on-demand.js';
 export * from './record.js';
 export * from './resource.js';
 export * from './roles.js';

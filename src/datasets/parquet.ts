@@ -1,6 +1,6 @@
 import type { parquetMetadata } from 'hyparquet';
 import type { parquetHeader } from 'hyparquet/src/column.js';
-import { isTouchstoneError } from '../core/index.js';
+import { isTouchstoneError, onDemand } from '../core/index.js';
 import { DatasetErrors } from './error-codes.js';
 import type { DatasetLimits } from './limits.js';
 import type { RowLocation } from './rows.js';
@@ -8,7 +8,7 @@ import type { RowLocation } from './rows.js';
 type FileMetaData = ReturnType<typeof parquetMetadata>;
 
 /** The reader and its codecs (about 1 MB of heap), loaded at the first Parquet upload. */
-async function loadReader() {
+const loadReader = onDemand(async () => {
   const [{ parquetMetadata, parquetReadObjects }, { parquetHeader }, { compressors }] =
     await Promise.all([
       import('hyparquet'),
@@ -16,9 +16,7 @@ async function loadReader() {
       import('hyparquet-compressors'),
     ]);
   return { parquetMetadata, parquetReadObjects, parquetHeader, compressors };
-}
-
-let hyparquet: ReturnType<typeof loadReader> | undefined;
+});
 
 const MAGIC = [0x50, 0x41, 0x52, 0x31]; // "PAR1"
 
@@ -151,8 +149,7 @@ export async function* parquetRows(
   limits: DatasetLimits,
 ): AsyncGenerator<{ at: RowLocation; value: unknown }> {
   if (!looksLikeParquet(body)) throw notParquet('it does not start and end with "PAR1"');
-  hyparquet ??= loadReader();
-  const { parquetMetadata, parquetReadObjects, parquetHeader, compressors } = await hyparquet;
+  const { parquetMetadata, parquetReadObjects, parquetHeader, compressors } = await loadReader();
   const file = exactBuffer(body);
   let metadata: FileMetaData;
   try {

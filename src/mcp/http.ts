@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isLoopbackHost } from '../config/index.js';
+import { onDemand } from '../core/index.js';
 import { McpErrors } from './error-codes.js';
 import type { McpServices } from './tools.js';
 
@@ -25,19 +26,12 @@ export interface McpHttpOptions {
  * The protocol SDK and the tool server (about 4 MB of heap), loaded at the first `/mcp` POST: a
  * server no agent talks to over the tool protocol never holds them.
  */
-let protocol:
-  | Promise<
-      [
-        typeof import('./server.js'),
-        typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-      ]
-    >
-  | undefined;
-const loadProtocol = () =>
-  (protocol ??= Promise.all([
+const loadProtocol = onDemand(() =>
+  Promise.all([
     import('./server.js'),
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-  ]));
+  ]),
+);
 
 /** A host name without its port; `[::1]:4318` → `::1`. */
 function hostName(host: string): string {

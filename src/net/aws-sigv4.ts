@@ -1,4 +1,5 @@
 import type { SignatureV4 } from '@smithy/signature-v4';
+import { onDemand } from '../core/index.js';
 
 export interface AwsSignerOptions {
   /** The signing name: `s3`, `sagemaker`… */
@@ -10,7 +11,7 @@ export interface AwsSignerOptions {
 }
 
 /** The AWS SigV4 signer and its SHA-256 (about 1 MB of heap), loaded at the first signature. */
-async function loadSigning() {
+const loadSigning = onDemand(async () => {
   const [{ Hash }, { SignatureV4 }] = await Promise.all([
     import('@smithy/hash-node'),
     import('@smithy/signature-v4'),
@@ -21,16 +22,13 @@ async function loadSigning() {
     }
   }
   return { SignatureV4, Sha256 };
-}
-
-let signing: ReturnType<typeof loadSigning> | undefined;
+});
 
 /**
  * A SigV4 signer for one service, region and credential, the payload checksum signed. Only a
  * process talking to S3 or SageMaker loads the signing code.
  */
 export async function awsSigner(options: AwsSignerOptions): Promise<SignatureV4> {
-  signing ??= loadSigning();
-  const { SignatureV4, Sha256 } = await signing;
+  const { SignatureV4, Sha256 } = await loadSigning();
   return new SignatureV4({ ...options, sha256: Sha256, applyChecksum: true });
 }

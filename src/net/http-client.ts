@@ -4,6 +4,7 @@ import {
   type Clock,
   isError,
   isTouchstoneError,
+  onDemand,
   systemClock,
   type TouchstoneError,
 } from '../core/index.js';
@@ -228,8 +229,7 @@ function discard(body: Readable): void {
  * undici (5–6 MB of heap once loaded), loaded at the first request: a process or worker thread
  * that never calls out (the completion thread, a replica without sources or judges) never loads it.
  */
-let undici: Promise<typeof import('undici')> | undefined;
-const loadUndici = () => (undici ??= import('undici'));
+const loadUndici = onDemand(() => import('undici'));
 
 /** Builds the product's one outbound HTTP client, on undici Agents it owns, made at first use. */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
