@@ -17,7 +17,7 @@ import type {
 } from './ports.js';
 import type { Database } from './schema.js';
 import { aggregateScores } from './score-aggregate.js';
-import { planLead, resultsExist, runList, traceIdIn } from './trace-filters.js';
+import { planLead, resultsCheck, runList, traceIdIn } from './trace-filters.js';
 import { SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
 
 type PolicyEntry = ScoredTrace['policies'][number];
@@ -371,9 +371,7 @@ export class KyselyResultStore implements ResultStore {
     if (filter.since !== undefined) q = q.where('traces.scored_at', '>=', filter.since);
     const labels = labelsMatch(this.dialect, filter.labels);
     if (labels !== undefined) q = q.where(labels);
-    const scored = plan.resultsChecked
-      ? undefined
-      : resultsExist(this.dialect, { policy: filter.policy, evaluator: filter.evaluator });
+    const scored = resultsCheck(this.dialect, filter, plan);
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {
@@ -385,7 +383,7 @@ export class KyselyResultStore implements ResultStore {
         ),
       );
     }
-    const rows = await runList(this.db, this.dialect, q);
+    const rows = await runList(this.db, this.dialect, q, plan);
     const items = rows.slice(0, limit);
     const latest = await this.latest(
       items.map((r) => ({ project: r.project, traceId: r.trace_id })),

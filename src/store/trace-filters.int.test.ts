@@ -2,9 +2,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { type Expression, Kysely, type SqlBool, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  type Expression,
+  Kysely,
+  PostgresDialect,
+  type SqlBool,
+  SqliteDialect,
+  sql,
+} from 'kysely';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  freshPgSchema,
   PG_URL,
   pgHarness,
   type StoreHarness,
@@ -17,7 +27,14 @@ import { labelOrder } from './migrations/0018-label-order.js';
 import { KyselyResultStore } from './results.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
-import { LEAD_MAX, leadingTraces, planLead, probesOf, resultsExist } from './trace-filters.js';
+import {
+  HASH_MAX,
+  LEAD_MAX,
+  leadingTraces,
+  planLead,
+  probesOf,
+  resultsExist,
+} from './trace-filters.js';
 import { KyselyTraceStore } from './traces.js';
 
 /**
@@ -576,3 +593,84 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 });
+
+const getTypeParser = ((oid: number, format?: 'text' | 'binary') =>
+  oid === 20 && format !== 'binary'
+    ? Number
+    : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser;
+
+describe.skipIf(PG_URL === undefined || PG_URL === '')(
+  'the check of a results filter on PostgreSQL',
+  () => {
+    it('checks a filter matching more than LEAD_MAX traces hashed once, and lists the same pages', async () => {
+      const schema = await freshPgSchema(PG_URL ?? '');
+      const queries: CompiledQuery[] = [];
+      const db = new Kysely<Tables>({
+        dialect: new PostgresDialect({
+          // bigint as numbers, as the store reads them (postgres/backend.ts).
+          pool: new pg.Pool({ connectionString: schema.url, max: 2, types: { getTypeParser } }),
+        }),
+        log: (event) => {
+          if (event.level === 'query') queries.push(event.query);
+        },
+      });
+      try {
+        const store = await openStore(
+          { driver: 'postgres', url: schema.url, pool_size: 1 },
+          { clock: new FakeClock(T0) },
+        );
+        await store.close();
+        // 30,000 traces a second apart, newest first; every fourth has an error result
+        // (7,500: more than LEAD_MAX, at most HASH_MAX), the others a scored one.
+        const n = 30_000;
+        expect(n / 4).toBeGreaterThan(LEAD_MAX);
+        expect(n / 4).toBeLessThanOrEqual(HASH_MAX);
+        await sql`insert into traces (project, trace_id, source, ingest_labels, first_seen_at,
+            last_span_at, completed_at, start_ms, labels, digest, record, scored_at)
+          select 'p', lpad(to_hex(i), 32, '0'), '', '{}', 1, 1, 2,${T0}::bigint - i * 1000, '{}', 'd', '{}',
+            ${T0}::bigint - i * 1000 + 500
+          from generate_series(0, ${n - 1}) as s(i)`.execute(db);
+        await sql`insert into results (project, trace_id, policy, digest, evaluator, position,
+            outcome, result, scored_at)
+          select project, trace_id, 'quality', 'd', 'e', 0,
+            case when ('x' || right(trace_id, 8))::bit(32)::int % 4 = 0 then 'OUTCOME_ERROR'
+              else 'OUTCOME_SCORED' end, '{}', scored_at
+          from traces`.execute(db);
+        await sql`analyze`.execute(db);
+        const errors = { project: 'p', policy: 'quality', outcome: 'OUTCOME_ERROR' as const };
+        expect(await planLead(db, 'postgres', errors)).toEqual({ resultsHashed: true });
+        // A common value: each trace walked is looked up by key (the walk is short).
+        expect(await planLead(db, 'postgres', { project: 'p', outcome: 'OUTCOME_SCORED' })).toEqual(
+          {},
+        );
+        const traces = new KyselyTraceStore(db, 'postgres');
+        const want = (from: number) =>
+          Array.from({ length: 50 }, (_, k) => traceId((from + k) * 4));
+        queries.length = 0;
+        const first = await traces.list(errors, { pageSize: 50 });
+        expect(first.items.map((t) => t.traceId)).toEqual(want(0));
+        const second = await traces.list(errors, {
+          pageSize: 50,
+          pageToken: first.nextPageToken ?? '',
+        });
+        expect(second.items.map((t) => t.traceId)).toEqual(want(50));
+        const scores = new KyselyResultStore(db, 'postgres');
+        // The scores list's results filter (policy and evaluator) is checked so too.
+        const all = await scores.list({ project: 'p', policy: 'quality' }, { pageSize: 5 });
+        expect(all.items.map((t) => t.trace.traceId)).toEqual([0, 1, 2, 3, 4].map(traceId));
+        // The list reads the filter's traces once, hashed, not a result per trace.
+        const list = queries.find((q) => /^select .* from "traces"/s.test(q.sql));
+        expect(list?.sql).toContain('is true');
+        const plan = await db.executeQuery<{ 'QUERY PLAN': string }>(
+          CompiledQuery.raw(`explain ${list?.sql ?? ''}`, [...(list?.parameters ?? [])]),
+        );
+        const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+        expect(text).toContain('hashed SubPlan');
+        expect(text).not.toMatch(/Sort Key/);
+      } finally {
+        await db.destroy();
+        await schema.drop();
+      }
+    });
+  },
+);

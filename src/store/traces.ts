@@ -32,7 +32,7 @@ import type {
   WholeTrace,
 } from './ports.js';
 import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
-import { otherLabelsMatch, planLead, resultsExist, runList, traceIdIn } from './trace-filters.js';
+import { otherLabelsMatch, planLead, resultsCheck, runList, traceIdIn } from './trace-filters.js';
 
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
@@ -670,7 +670,7 @@ export class KyselyTraceStore implements TraceStore {
         ? labelsMatch(this.dialect, filter.labels)
         : otherLabelsMatch(this.dialect, filter.project, filter.labels, label);
     if (labels !== undefined) q = q.where(labels);
-    const scored = plan.resultsChecked ? undefined : resultsExist(this.dialect, filter);
+    const scored = resultsCheck(this.dialect, filter, plan);
     if (scored !== undefined) q = q.where(scored);
     if (lead !== undefined) q = q.where(traceIdIn(this.dialect, lead));
     if (after !== undefined) {
@@ -678,7 +678,7 @@ export class KyselyTraceStore implements TraceStore {
         sql<SqlBool>`(${start}, ${sql.ref(`${order}.trace_id`)}) < (${after.at}, ${after.id})`,
       );
     }
-    const rows = await runList(this.db, this.dialect, q);
+    const rows = await runList(this.db, this.dialect, q, plan);
     const items = rows.slice(0, limit);
     const last = items.at(-1);
     const out = items.map(fromRow);
