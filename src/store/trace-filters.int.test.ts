@@ -621,7 +621,8 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
         );
         await store.close();
         // 30,000 traces a second apart, newest first; every fourth has an error result
-        // (7,500: more than LEAD_MAX, at most HASH_MAX), the others a scored one.
+        // (7,500: more than LEAD_MAX, at most HASH_MAX), the others a scored one, and a result of
+        // the policy `audit` too.
         const n = 30_000;
         expect(n / 4).toBeGreaterThan(LEAD_MAX);
         expect(n / 4).toBeLessThanOrEqual(HASH_MAX);
@@ -636,6 +637,10 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
             case when ('x' || right(trace_id, 8))::bit(32)::int % 4 = 0 then 'OUTCOME_ERROR'
               else 'OUTCOME_SCORED' end, '{}', scored_at
           from traces`.execute(db);
+        await sql`insert into results (project, trace_id, policy, digest, evaluator, position,
+            outcome, result, scored_at)
+          select project, trace_id, 'audit', 'd', 'e', 0, outcome, '{}', scored_at
+          from results where outcome = 'OUTCOME_ERROR'`.execute(db);
         await sql`analyze`.execute(db);
         const errors = { project: 'p', policy: 'quality', outcome: 'OUTCOME_ERROR' as const };
         expect(await planLead(db, 'postgres', errors)).toEqual({ resultsHashed: true });
@@ -656,6 +661,11 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
         expect(second.items.map((t) => t.traceId)).toEqual(want(50));
         const scores = new KyselyResultStore(db, 'postgres');
         // The scores list's results filter (policy and evaluator) is checked so too.
+        expect(await planLead(db, 'postgres', { project: 'p', policy: 'audit' }, false)).toEqual({
+          resultsHashed: true,
+        });
+        const audited = await scores.list({ project: 'p', policy: 'audit' }, { pageSize: 5 });
+        expect(audited.items.map((t) => t.trace.traceId)).toEqual([0, 4, 8, 12, 16].map(traceId));
         const all = await scores.list({ project: 'p', policy: 'quality' }, { pageSize: 5 });
         expect(all.items.map((t) => t.trace.traceId)).toEqual([0, 1, 2, 3, 4].map(traceId));
         // The list reads the filter's traces once, hashed, not a result per trace.
