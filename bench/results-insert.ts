@@ -10,6 +10,12 @@
  * Measured (2 cores, load average 1.0–1.4): 146–237 µs per result before, 55–63 after (after
  * 100k, load average 3.5–5.9: 143–150 and 49–54);
  * docs/performance.md ("Results in time order").
+ *
+ * Then what a trace's results cost piece by piece, as the online bench's two policies score it
+ * (five results of about 150 bytes each, 64 traces per statement and transaction, `returning`
+ * their keys as the engine asks, after BENCH_RESULTS_PIECES_BEFORE (20,000) traces;
+ * BENCH_RESULTS_PIECES (12,800) measured): as migrated, then without the rollup trigger, without
+ * the four secondary indexes, and with an empty result text. CPU µs per trace, two rounds.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -73,6 +79,71 @@ async function cpuPerResult(layout: 'time order' | 'by trace'): Promise<number> 
   }
 }
 
+const PIECES_BEFORE = Number(process.env.BENCH_RESULTS_PIECES_BEFORE ?? 20_000);
+const PIECES_MEASURED = Number(process.env.BENCH_RESULTS_PIECES ?? 12_800);
+const EVALUATORS = [
+  ['agent-health', 'tool-errors'],
+  ['agent-health', 'step-budget'],
+  ['agent-health', 'latency'],
+  ['travel-loops', 'loop-detection'],
+  ['travel-loops', 'token-usage'],
+] as const;
+const PIECES = {
+  'as migrated': '',
+  'no rollup trigger': 'drop trigger score_rollup_insert;',
+  'no secondary index': `drop index results_policy_idx; drop index results_evaluator_idx;
+    drop index results_outcome_idx; drop index results_project_scored_idx;`,
+  'empty result text': '',
+} as const;
+
+async function cpuPerTrace(piece: keyof typeof PIECES): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'touchstone-bench-results-'));
+  try {
+    await (await openStore({ driver: 'sqlite' }, { clock: systemClock, dataDir: dir })).close();
+    const db = new Database(join(dir, SQLITE_FILE_NAME));
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.exec(PIECES[piece]);
+    const texts = EVALUATORS.map(([, evaluator]) =>
+      piece === 'empty result text'
+        ? '{}'
+        : JSON.stringify({
+            evaluator,
+            outcome: 'OUTCOME_SCORED',
+            scores: [{ name: evaluator, value: 0.73 }],
+            reason: 'within the budget of 20 steps and 8 tool calls',
+            durationMs: 0.1,
+          }),
+    );
+    const insert = db.prepare(
+      `insert into results (project, trace_id, policy, digest, evaluator, position, outcome, result, scored_at)
+       values ${Array.from({ length: BATCH * EVALUATORS.length }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+       on conflict do nothing returning project, trace_id, policy, digest, evaluator`,
+    );
+    let at = Date.now();
+    const batch = db.transaction(() => {
+      const args: unknown[] = [];
+      for (let i = 0; i < BATCH; i++) {
+        const id = randomBytes(16).toString('hex');
+        const scoredAt = at++;
+        for (const [k, [policy, evaluator]] of EVALUATORS.entries()) {
+          args.push('default', id, policy, 'd', evaluator, k, 'OUTCOME_SCORED', texts[k], scoredAt);
+        }
+      }
+      insert.all(...args);
+    });
+    for (let n = 0; n < PIECES_BEFORE; n += BATCH) batch.immediate();
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const cpu = process.cpuUsage();
+    for (let n = 0; n < PIECES_MEASURED; n += BATCH) batch.immediate();
+    const used = process.cpuUsage(cpu);
+    db.close();
+    return (used.user + used.system) / PIECES_MEASURED;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function main(): Promise<void> {
   console.log(
     `results insert on SQLite: ${MEASURED.toLocaleString()} one-result traces (random ids, ${BATCH} per transaction) after ${BEFORE.toLocaleString()}`,
@@ -82,6 +153,17 @@ export async function main(): Promise<void> {
       const us = await cpuPerResult(layout);
       console.log(
         `  round ${round}, indexes ${layout.padEnd(10)}: ${fmt(us, 1)} µs CPU per result; load average ${load()}`,
+      );
+    }
+  }
+  console.log(
+    `a trace's five results, piece by piece: ${PIECES_MEASURED.toLocaleString()} traces (${BATCH} per transaction) after ${PIECES_BEFORE.toLocaleString()}`,
+  );
+  for (let round = 1; round <= 2; round++) {
+    for (const piece of Object.keys(PIECES) as (keyof typeof PIECES)[]) {
+      const us = await cpuPerTrace(piece);
+      console.log(
+        `  round ${round}, ${piece.padEnd(18)}: ${fmt(us, 1)} µs CPU per trace; load average ${load()}`,
       );
     }
   }
