@@ -1,13 +1,16 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { systemClock } from '../src/core/index.js';
 import { openStore, SQLITE_FILE_NAME, type StoreConfig } from '../src/store/index.js';
+import { rollupUpsert } from '../src/store/migrations/0015-score-rollup.js';
 
 /**
  * Writes a bench's rows straight into the store's tables: the store's migrations (and the
  * triggers they install) first, as a server runs them, then `statements` of the database's
- * dialect in one transaction, then fresh planner statistics. Resolves to the milliseconds the
+ * dialect in one transaction, then (SQLite, where the store adds what it inserts to the score
+ * rollup: migration 20) the rollup of the results written, then fresh planner statistics. Resolves to the milliseconds the
  * statements took. Used only by benches, to load more rows than ingest would in their time.
  */
 export async function bulkLoad(
@@ -25,6 +28,10 @@ export async function bulkLoad(
     db.transaction(() => {
       for (const statement of statements('sqlite')) db.exec(statement);
     })();
+    const rollup = rollupUpsert('sqlite', sql.raw('results')).compile(
+      new Kysely({ dialect: new SqliteDialect({ database: db }) }),
+    );
+    db.prepare(rollup.sql).run(...rollup.parameters);
     db.exec('analyze');
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.close();

@@ -13,9 +13,10 @@
  *
  * Then what a trace's results cost piece by piece, as the online bench's two policies score it
  * (five results of about 150 bytes each, 64 traces per statement and transaction, `returning`
- * their keys as the engine asks, after BENCH_RESULTS_PIECES_BEFORE (20,000) traces;
- * BENCH_RESULTS_PIECES (12,800) measured): as migrated, then without the rollup trigger, without
- * the four secondary indexes, and with an empty result text. CPU µs per trace, two rounds.
+ * their keys as the engine asks, then the store's statement adding them to the score rollup, after
+ * BENCH_RESULTS_PIECES_BEFORE (20,000) traces; BENCH_RESULTS_PIECES (12,800) measured): as the
+ * store writes them, then without the rollup, without the four secondary indexes, and with an
+ * empty result text. CPU µs per trace, two rounds.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { systemClock } from '../src/core/index.js';
 import { openStore, SQLITE_FILE_NAME } from '../src/store/index.js';
+import { type RollupSource, sqliteRollupOf } from '../src/store/score-rollup.js';
 import { fmt, load } from './stats.js';
 
 const BEFORE = Number(process.env.BENCH_RESULTS_BEFORE ?? 200_000);
@@ -89,8 +91,8 @@ const EVALUATORS = [
   ['travel-loops', 'token-usage'],
 ] as const;
 const PIECES = {
-  'as migrated': '',
-  'no rollup trigger': 'drop trigger score_rollup_insert;',
+  'as the store': '',
+  'no rollup': '',
   'no secondary index': `drop index results_policy_idx; drop index results_evaluator_idx;
     drop index results_outcome_idx; drop index results_project_scored_idx;`,
   'empty result text': '',
@@ -120,17 +122,46 @@ async function cpuPerTrace(piece: keyof typeof PIECES): Promise<number> {
        values ${Array.from({ length: BATCH * EVALUATORS.length }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
        on conflict do nothing returning project, trace_id, policy, digest, evaluator`,
     );
+    let rollupStatement: Database.Statement | undefined;
     let at = Date.now();
     const batch = db.transaction(() => {
-      const args: unknown[] = [];
+      const rows: (RollupSource & { trace_id: string; digest: string; position: number })[] = [];
       for (let i = 0; i < BATCH; i++) {
         const id = randomBytes(16).toString('hex');
         const scoredAt = at++;
         for (const [k, [policy, evaluator]] of EVALUATORS.entries()) {
-          args.push('default', id, policy, 'd', evaluator, k, 'OUTCOME_SCORED', texts[k], scoredAt);
+          rows.push({
+            project: 'default',
+            trace_id: id,
+            policy,
+            digest: 'd',
+            evaluator,
+            position: k,
+            outcome: 'OUTCOME_SCORED',
+            result: texts[k] ?? '{}',
+            scored_at: scoredAt,
+          });
         }
       }
-      insert.all(...args);
+      insert.all(
+        ...rows.flatMap((r) => [
+          r.project,
+          r.trace_id,
+          r.policy,
+          r.digest,
+          r.evaluator,
+          r.position,
+          r.outcome,
+          r.result,
+          r.scored_at,
+        ]),
+      );
+      const rollup = piece === 'no rollup' ? undefined : sqliteRollupOf(rows);
+      // Compiled once, as the store's statement cache keeps it.
+      if (rollup !== undefined) {
+        rollupStatement ??= db.prepare(rollup.sql);
+        rollupStatement.run(...rollup.parameters);
+      }
     });
     for (let n = 0; n < PIECES_BEFORE; n += BATCH) batch.immediate();
     db.pragma('wal_checkpoint(TRUNCATE)');

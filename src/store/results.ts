@@ -1,4 +1,4 @@
-import { CompiledQuery, type Kysely, type SqlBool, sql } from 'kysely';
+import { CompiledQuery, type Insertable, type Kysely, type SqlBool, sql } from 'kysely';
 import { CoreErrors, HUMAN_ANNOTATIONS, type Result } from '../core/index.js';
 import { batches, placeholders } from './batches.js';
 import { labelsMatch, toIso } from './columns.js';
@@ -15,12 +15,19 @@ import type {
   ScoreFilter,
   StoreDialect,
 } from './ports.js';
-import type { Database } from './schema.js';
+import type { Database, ResultsTable } from './schema.js';
 import { aggregateScores } from './score-aggregate.js';
+import { sqliteRollupOf } from './score-rollup.js';
 import { planLead, resultsCheck, runList, traceIdIn } from './trace-filters.js';
 import { SUMMARY_COLUMNS, fromRow as traceFromRow } from './traces.js';
 
 type PolicyEntry = ScoredTrace['policies'][number];
+
+/** A `results` row as written. */
+type ResultRow = Insertable<ResultsTable>;
+
+/** The columns an upsert of results sets on a row already stored. */
+type UpsertSet = readonly ('position' | 'outcome' | 'result' | 'scored_at')[];
 
 const PK = ['project', 'trace_id', 'policy', 'digest', 'evaluator'] as const;
 
@@ -32,6 +39,9 @@ const LATEST_READ = 500;
 /** Result rows per multi-row INSERT of `insertMany` on PostgreSQL (9 parameters each). */
 const INSERT_ROWS = 500;
 
+/** A stored result's key (the primary key's columns). */
+const resultKey = (r: Pick<ResultRow, (typeof PK)[number]>) =>
+  `${resultVersionKey(r.project, r.trace_id, r.policy, r.digest)}\u0000${r.evaluator}`;
 /** One version of one policy's results: what `insertMany` stores at most once. */
 const resultVersionKey = (project: string, traceId: string, policy: string, digest: string) =>
   `${project}\u0000${traceId}\u0000${policy}\u0000${digest}`;
@@ -74,7 +84,71 @@ export class KyselyResultStore implements ResultStore {
       .where('digest', '=', r.digest);
   }
 
+  /**
+   * On SQLite outside a transaction of the caller's, a write of results takes one of its own
+   * (`atomically`): inserted rows and their rollup counts (addToRollup) commit together.
+   */
+  private outsideTransaction(): boolean {
+    return this.dialect === 'sqlite' && !this.db.isTransaction;
+  }
+
+  private atomically<T>(write: (store: KyselyResultStore) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute((trx) => write(new KyselyResultStore(trx, this.dialect)));
+  }
+
+  /**
+   * Adds the numeric scores of rows just inserted to `score_rollup`, on SQLite, in one grouped
+   * statement (migration 20 dropped the insert trigger that did it per row). The update and
+   * delete triggers move the counts of rows changed or removed; PostgreSQL's triggers do it all.
+   */
+  private async addToRollup(rows: readonly ResultRow[]): Promise<void> {
+    if (this.dialect !== 'sqlite') return;
+    const rollup = sqliteRollupOf(rows);
+    if (rollup !== undefined) await this.db.executeQuery(rollup);
+  }
+
+  /**
+   * Inserts rows, and sets `set` on those already stored (the later write wins). On SQLite the
+   * two are apart, so that only the inserted rows are added to the rollup (an update moves its
+   * counts by the update trigger).
+   */
+  private async upsert(rows: readonly ResultRow[], set: UpsertSet): Promise<void> {
+    if (this.dialect !== 'sqlite') {
+      await this.db
+        .insertInto('results')
+        .values([...rows])
+        .onConflict((oc) =>
+          oc
+            .columns([...PK])
+            .doUpdateSet((eb) => Object.fromEntries(set.map((c) => [c, eb.ref(`excluded.${c}`)]))),
+        )
+        .execute();
+      return;
+    }
+    const inserted = await this.db
+      .insertInto('results')
+      .values([...rows])
+      .onConflict((oc) => oc.columns([...PK]).doNothing())
+      .returning(['project', 'trace_id', 'policy', 'digest', 'evaluator'])
+      .execute();
+    const written = new Set(inserted.map((r) => resultKey(r)));
+    await this.addToRollup(rows.filter((r) => written.has(resultKey(r))));
+    for (const row of rows) {
+      if (written.has(resultKey(row))) continue;
+      await this.db
+        .updateTable('results')
+        .set(Object.fromEntries(set.map((c) => [c, row[c]])))
+        .where('project', '=', row.project)
+        .where('trace_id', '=', row.trace_id)
+        .where('policy', '=', row.policy)
+        .where('digest', '=', row.digest)
+        .where('evaluator', '=', row.evaluator)
+        .execute();
+    }
+  }
+
   async insert(results: PolicyResults, replace: boolean): Promise<boolean> {
+    if (this.outsideTransaction()) return this.atomically((s) => s.insert(results, replace));
     const { project, traceId, policy, digest, scoredAt } = results;
     if (results.results.length === 0) return false;
     if (new Set(results.results.map((r) => r.evaluator)).size !== results.results.length) {
@@ -94,18 +168,7 @@ export class KyselyResultStore implements ResultStore {
     if (replace) {
       await this.deleteVersion(results).execute();
       // A concurrent replace may have written rows our delete did not see: the later one wins.
-      await this.db
-        .insertInto('results')
-        .values(rows)
-        .onConflict((oc) =>
-          oc.columns([...PK]).doUpdateSet((eb) => ({
-            position: eb.ref('excluded.position'),
-            outcome: eb.ref('excluded.outcome'),
-            result: eb.ref('excluded.result'),
-            scored_at: eb.ref('excluded.scored_at'),
-          })),
-        )
-        .execute();
+      await this.upsert(rows, ['position', 'outcome', 'result', 'scored_at']);
     } else {
       const existing = await this.db
         .selectFrom('results')
@@ -126,6 +189,9 @@ export class KyselyResultStore implements ResultStore {
         .returning('evaluator')
         .execute();
       if (inserted.length === 0) return false;
+      // Before a take-back below: its delete trigger subtracts what is added here.
+      const written = new Set(inserted.map((r) => r.evaluator));
+      await this.addToRollup(rows.filter((r) => written.has(r.evaluator)));
       if (inserted.length < rows.length) {
         // The other writer won with other evaluators (another generation of the policy): take
         // back the rows that did not collide rather than mix them into its results.
@@ -144,6 +210,7 @@ export class KyselyResultStore implements ResultStore {
   }
 
   async insertMany(batch: readonly PolicyResults[]): Promise<boolean[]> {
+    if (this.outsideTransaction()) return this.atomically((s) => s.insertMany(batch));
     const out = batch.map(() => false);
     for (const r of batch) {
       if (new Set(r.results.map((x) => x.evaluator)).size !== r.results.length) {
@@ -165,22 +232,36 @@ export class KyselyResultStore implements ResultStore {
       const key = resultVersionKey(c.r.project, c.r.traceId, c.r.policy, c.r.digest);
       if (!stored.has(key) && !writing.has(key)) writing.set(key, c);
     }
-    const rows = [...writing.values()].flatMap(({ r }) =>
-      r.results.map((x, position) => [
-        r.project,
-        r.traceId,
-        r.policy,
-        r.digest,
-        x.evaluator,
-        position,
-        x.outcome,
-        JSON.stringify(x),
-        r.scoredAt,
-      ]),
+    const written = [...writing.values()].flatMap(({ r }) =>
+      r.results.map(
+        (x, position): ResultRow => ({
+          project: r.project,
+          trace_id: r.traceId,
+          policy: r.policy,
+          digest: r.digest,
+          evaluator: x.evaluator,
+          position,
+          outcome: x.outcome,
+          result: JSON.stringify(x),
+          scored_at: r.scoredAt,
+        }),
+      ),
     );
+    const rows = written.map((w) => [
+      w.project,
+      w.trace_id,
+      w.policy,
+      w.digest,
+      w.evaluator,
+      w.position,
+      w.outcome,
+      w.result,
+      w.scored_at,
+    ]);
     // A concurrent writer of the same version that committed after the read shows up here as
     // conflicts (PostgreSQL waits on the unique key for the other transaction, then skips).
     const inserted = new Map<string, string[]>();
+    const insertedRows = new Set<string>();
     for (const part of batches(this.dialect, rows, INSERT_ROWS)) {
       const { rows: back } = await this.db.executeQuery<{
         project: string;
@@ -198,12 +279,15 @@ export class KyselyResultStore implements ResultStore {
         ),
       );
       for (const b of back) {
+        insertedRows.add(resultKey(b));
         const key = resultVersionKey(b.project, b.trace_id, b.policy, b.digest);
         const evaluators = inserted.get(key);
         if (evaluators === undefined) inserted.set(key, [b.evaluator]);
         else evaluators.push(b.evaluator);
       }
     }
+    // Before the take-backs below: their delete trigger subtracts what is added here.
+    await this.addToRollup(written.filter((w) => insertedRows.has(resultKey(w))));
     const scored: PolicyResults[] = [];
     for (const [key, { r, index }] of writing) {
       const evaluators = inserted.get(key) ?? [];
@@ -239,29 +323,26 @@ export class KyselyResultStore implements ResultStore {
     }
   }
 
-  async annotate({ project, traceId, result, annotatedAt }: AnnotationResult): Promise<void> {
+  async annotate(annotation: AnnotationResult): Promise<void> {
+    if (this.outsideTransaction()) return this.atomically((s) => s.annotate(annotation));
+    const { project, traceId, result, annotatedAt } = annotation;
     // The annotator's principal stands in the digest column: one row per (person, name).
-    await this.db
-      .insertInto('results')
-      .values({
-        project,
-        trace_id: traceId,
-        policy: HUMAN_ANNOTATIONS,
-        digest: result.annotator.principal,
-        evaluator: result.evaluator,
-        position: 0,
-        outcome: result.outcome,
-        result: JSON.stringify(result),
-        scored_at: annotatedAt,
-      })
-      .onConflict((oc) =>
-        oc.columns([...PK]).doUpdateSet((eb) => ({
-          outcome: eb.ref('excluded.outcome'),
-          result: eb.ref('excluded.result'),
-          scored_at: eb.ref('excluded.scored_at'),
-        })),
-      )
-      .execute();
+    await this.upsert(
+      [
+        {
+          project,
+          trace_id: traceId,
+          policy: HUMAN_ANNOTATIONS,
+          digest: result.annotator.principal,
+          evaluator: result.evaluator,
+          position: 0,
+          outcome: result.outcome,
+          result: JSON.stringify(result),
+          scored_at: annotatedAt,
+        },
+      ],
+      ['outcome', 'result', 'scored_at'],
+    );
     await this.markScored(project, [traceId], annotatedAt);
   }
 

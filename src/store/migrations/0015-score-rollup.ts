@@ -103,6 +103,18 @@ function rollupRows(
     group by ${KEY} order by ${KEY}`;
 }
 
+/**
+ * The statement adding the rollup rows of `source` (result rows, alias r: project, policy,
+ * evaluator, outcome, result, scored_at) to `score_rollup`, grouped: on SQLite the store runs it
+ * for the rows it inserts (migration 20 dropped the per-row insert trigger), and the benches that
+ * seed results run it once.
+ */
+export function rollupUpsert(dialect: StoreDialect, source: RawBuilder<unknown>) {
+  return sql`insert into score_rollup (${KEY}, n, total) ${rollupRows(dialect, source, '')}
+    on conflict (${KEY}) do update
+      set n = score_rollup.n + excluded.n, total = score_rollup.total + excluded.total`;
+}
+
 async function sqliteTriggers(db: Kysely<unknown>): Promise<void> {
   // The row as a one-row table, so the trigger shares rollupRows with the backfill.
   const row = (alias: 'new' | 'old') =>

@@ -18,6 +18,7 @@ import { resultsOutcomeIndex } from './0016-results-outcome-index.js';
 import { spanChunkFormat } from './0017-span-chunk-format.js';
 import { labelOrder } from './0018-label-order.js';
 import { resultsInTimeOrder } from './0019-results-in-time-order.js';
+import { rollupInsertsByStore } from './0020-rollup-inserts-by-store.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -43,4 +44,5 @@ export const MIGRATIONS: readonly Migration[] = [
   spanChunkFormat,
   labelOrder,
   resultsInTimeOrder,
+  rollupInsertsByStore,
 ];
