@@ -40,13 +40,41 @@ const BY_TRACE = `
   create index results_evaluator_idx on results (project, evaluator, trace_id);
   create index results_outcome_idx on results (project, outcome, policy, evaluator, trace_id);`;
 
-async function cpuPerResult(layout: 'time order' | 'by trace'): Promise<number> {
+/**
+ * Runs `batch` (BATCH traces' results in a transaction) for `before` traces, checkpoints, then
+ * for `measured` more: the process's CPU µs per trace of those, checkpoints included. Closes `db`.
+ */
+function cpuPerRow(
+  db: Database.Database,
+  batch: Database.Transaction<() => void>,
+  before: number,
+  measured: number,
+): number {
+  for (let n = 0; n < before; n += BATCH) batch.immediate();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  const cpu = process.cpuUsage();
+  for (let n = 0; n < measured; n += BATCH) batch.immediate();
+  const used = process.cpuUsage(cpu);
+  db.close();
+  return (used.user + used.system) / measured;
+}
+
+/** The store's SQLite file, migrated by the server's migrations, opened for `measure`; removed after. */
+async function onMigratedFile(measure: (db: Database.Database) => number): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'touchstone-bench-results-'));
   try {
     await (await openStore({ driver: 'sqlite' }, { clock: systemClock, dataDir: dir })).close();
     const db = new Database(join(dir, SQLITE_FILE_NAME));
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
+    return measure(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function cpuPerResult(layout: 'time order' | 'by trace'): Promise<number> {
+  return onMigratedFile((db) => {
     if (layout === 'by trace') db.exec(BY_TRACE);
     const result = JSON.stringify({
       evaluator: 'tool-errors',
@@ -69,16 +97,8 @@ async function cpuPerResult(layout: 'time order' | 'by trace'): Promise<number> 
       }
       insert.run(...args);
     });
-    for (let n = 0; n < BEFORE; n += BATCH) batch.immediate();
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const cpu = process.cpuUsage();
-    for (let n = 0; n < MEASURED; n += BATCH) batch.immediate();
-    const used = process.cpuUsage(cpu);
-    db.close();
-    return (used.user + used.system) / MEASURED;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+    return cpuPerRow(db, batch, BEFORE, MEASURED);
+  });
 }
 
 const PIECES_BEFORE = Number(process.env.BENCH_RESULTS_PIECES_BEFORE ?? 20_000);
@@ -98,13 +118,8 @@ const PIECES = {
   'empty result text': '',
 } as const;
 
-async function cpuPerTrace(piece: keyof typeof PIECES): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'touchstone-bench-results-'));
-  try {
-    await (await openStore({ driver: 'sqlite' }, { clock: systemClock, dataDir: dir })).close();
-    const db = new Database(join(dir, SQLITE_FILE_NAME));
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
+function cpuPerTrace(piece: keyof typeof PIECES): Promise<number> {
+  return onMigratedFile((db) => {
     db.exec(PIECES[piece]);
     const texts = EVALUATORS.map(([, evaluator]) =>
       piece === 'empty result text'
@@ -163,16 +178,8 @@ async function cpuPerTrace(piece: keyof typeof PIECES): Promise<number> {
         rollupStatement.run(...rollup.parameters);
       }
     });
-    for (let n = 0; n < PIECES_BEFORE; n += BATCH) batch.immediate();
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const cpu = process.cpuUsage();
-    for (let n = 0; n < PIECES_MEASURED; n += BATCH) batch.immediate();
-    const used = process.cpuUsage(cpu);
-    db.close();
-    return (used.user + used.system) / PIECES_MEASURED;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+    return cpuPerRow(db, batch, PIECES_BEFORE, PIECES_MEASURED);
+  });
 }
 
 export async function main(): Promise<void> {

@@ -83,7 +83,10 @@ export interface TraceLabelsTable {
   start_ms: Generated<number | null>;
 }
 
-/** Numeric scores counted and summed per width and bucket (migration 15; kept by triggers). */
+/**
+ * Numeric scores counted and summed per width and bucket (migration 15; kept by triggers, and on
+ * SQLite for inserted results by the store: migration 20).
+ */
 export interface ScoreRollupTable {
   project: string;
   /** The bucket's width: 60,000 or 3,600,000. */

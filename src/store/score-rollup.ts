@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import { ROLLUP_SPANS_MS } from './migrations/0015-score-rollup.js';
+import type { ScoreRollupTable } from './schema.js';
 
 /** The columns of a stored result that its rollup rows come from. */
 export interface RollupSource {
@@ -13,16 +14,7 @@ export interface RollupSource {
 }
 
 /** A `score_rollup` row's key with the count and sum to add to it. */
-export interface RollupRow {
-  project: string;
-  span_ms: number;
-  bucket_start: number;
-  policy: string;
-  evaluator: string;
-  metric: string;
-  n: number;
-  total: number;
-}
+type RollupRow = ScoreRollupTable;
 
 /** A score's number as migration 15's `scoreNumber` reads it: its value, else 1 or 0 for passed. */
 function numberOf(score: { value?: unknown; passed?: unknown }): number | undefined {
