@@ -3,12 +3,13 @@
  * against the layout before it (the indexes by policy, evaluator and outcome ending with the trace
  * id). A store migrated by the server's own migrations, then batches of 64 one-result traces with
  * random trace ids (as OpenTelemetry SDKs make them), one multi-row insert and commit per batch as
- * the engine writes them, the rollup trigger included: BENCH_RESULTS_BEFORE (200,000) results
+ * the engine writes them (without the score rollup since migration 20 dropped SQLite's insert
+ * trigger; the pieces below add it as the store does): BENCH_RESULTS_BEFORE (200,000) results
  * first, then BENCH_RESULTS (64,000) measured. Prints CPU µs per result of each layout (process
  * CPU time, checkpoints included), alternating, three rounds, with the load average.
  *
- * Measured (2 cores, load average 1.0–1.4): 146–237 µs per result before, 55–63 after (after
- * 100k, load average 3.5–5.9: 143–150 and 49–54);
+ * Measured with the trigger (2 cores, load average 1.0–1.4): 146–237 µs per result before, 55–63
+ * after (after 100k, load average 3.5–5.9: 143–150 and 49–54);
  * docs/performance.md ("Results in time order").
  *
  * Then what a trace's results cost piece by piece, as the online bench's two policies score it
