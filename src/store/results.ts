@@ -97,13 +97,17 @@ export class KyselyResultStore implements ResultStore {
   }
 
   /**
-   * Adds the numeric scores of rows just inserted to `score_rollup`, on SQLite, in one grouped
-   * statement (migration 20 dropped the insert trigger that did it per row). The update and
-   * delete triggers move the counts of rows changed or removed; PostgreSQL's triggers do it all.
+   * Adds the numeric scores of the rows just inserted (those of `rows` that `inserted` names) to
+   * `score_rollup`, on SQLite, in one grouped statement (migration 20 dropped the insert trigger
+   * that did it per row); nothing else is computed on PostgreSQL, whose triggers do it all. The
+   * update and delete triggers move the counts of rows changed or removed.
    */
-  private async addToRollup(rows: readonly ResultRow[]): Promise<void> {
+  private async addToRollup(
+    rows: readonly ResultRow[],
+    inserted: (row: ResultRow) => boolean,
+  ): Promise<void> {
     if (this.dialect !== 'sqlite') return;
-    const rollup = sqliteRollupOf(rows);
+    const rollup = sqliteRollupOf(rows.filter(inserted));
     if (rollup !== undefined) await this.db.executeQuery(rollup);
   }
 
@@ -132,7 +136,7 @@ export class KyselyResultStore implements ResultStore {
       .returning(['project', 'trace_id', 'policy', 'digest', 'evaluator'])
       .execute();
     const written = new Set(inserted.map((r) => resultKey(r)));
-    await this.addToRollup(rows.filter((r) => written.has(resultKey(r))));
+    await this.addToRollup(rows, (r) => written.has(resultKey(r)));
     for (const row of rows) {
       if (written.has(resultKey(row))) continue;
       await this.db
@@ -190,8 +194,7 @@ export class KyselyResultStore implements ResultStore {
         .execute();
       if (inserted.length === 0) return false;
       // Before a take-back below: its delete trigger subtracts what is added here.
-      const written = new Set(inserted.map((r) => r.evaluator));
-      await this.addToRollup(rows.filter((r) => written.has(r.evaluator)));
+      await this.addToRollup(rows, (r) => inserted.some((i) => i.evaluator === r.evaluator));
       if (inserted.length < rows.length) {
         // The other writer won with other evaluators (another generation of the policy): take
         // back the rows that did not collide rather than mix them into its results.
@@ -261,7 +264,6 @@ export class KyselyResultStore implements ResultStore {
     // A concurrent writer of the same version that committed after the read shows up here as
     // conflicts (PostgreSQL waits on the unique key for the other transaction, then skips).
     const inserted = new Map<string, string[]>();
-    const insertedRows = new Set<string>();
     for (const part of batches(this.dialect, rows, INSERT_ROWS)) {
       const { rows: back } = await this.db.executeQuery<{
         project: string;
@@ -279,7 +281,6 @@ export class KyselyResultStore implements ResultStore {
         ),
       );
       for (const b of back) {
-        insertedRows.add(resultKey(b));
         const key = resultVersionKey(b.project, b.trace_id, b.policy, b.digest);
         const evaluators = inserted.get(key);
         if (evaluators === undefined) inserted.set(key, [b.evaluator]);
@@ -287,7 +288,13 @@ export class KyselyResultStore implements ResultStore {
       }
     }
     // Before the take-backs below: their delete trigger subtracts what is added here.
-    await this.addToRollup(written.filter((w) => insertedRows.has(resultKey(w))));
+    await this.addToRollup(
+      written,
+      (w) =>
+        inserted
+          .get(resultVersionKey(w.project, w.trace_id, w.policy, w.digest))
+          ?.includes(w.evaluator) ?? false,
+    );
     const scored: PolicyResults[] = [];
     for (const [key, { r, index }] of writing) {
       const evaluators = inserted.get(key) ?? [];
