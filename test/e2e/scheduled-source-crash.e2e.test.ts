@@ -109,7 +109,7 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
   let configFile = '';
   let dataDirs: [string, string] = ['', ''];
   let fake: LangfuseFake;
-  const running: RunningServer[] = [];
+  const running: (RunningServer & { publicKey: string })[] = [];
 
   /** A `touchstone serve` on `dataDir` whose Langfuse key has the public key `pk-lf-<name>`. */
   const launch = async (dataDir: string, name: string) => {
@@ -184,86 +184,130 @@ describe.concurrent.each(variants)('a scheduled source across kill -9 on $name',
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
-  it('evaluates each window once, through kills mid-run and mid-fetch, alone and beside a replica', async () => {
-    const a = await launch(dataDirs[0], 'a');
-    await callJson(a.base, 'POST', '/v1alpha1/sources', {
-      apiVersion: 'touchstone.dev/v1alpha1',
-      kind: 'TraceSource',
-      metadata: { name: 'minutely' },
-      spec: {
-        connector: 'langfuse',
-        endpoint: fake.url,
-        locations: ['production'],
-        credentials: { env: 'LANGFUSE_KEY' },
-        schedule: { cron: '* * * * *', window: '1m', startingDeadline: '5m' },
-        runSpec: { evaluators: [{ ref: 'tool-errors' }] },
-      },
-    });
-    const [first] = await runsReach(a.base, 1, 150_000);
-    await kill9(a);
-
-    // 1. Restarted after a kill mid-run (B), the server's fetch of the next window is held by
-    // the store, and it is killed mid-fetch.
-    const b = await launch(dataDirs[0], 'b');
-    await holdNextFetch([b]);
-    await kill9(b);
-    fake.releaseListings();
-
-    // 2. Restarted alone (B'), it takes the window over once B's lease lapses (and the next one
-    // too when that is due by then: a start can be slow on a busy machine).
-    const b2 = await launch(dataDirs[0], 'b2');
-    await runsReach(b2.base, 2, 120_000);
-
-    // 3. A second replica (C) starts beside B': the next window is fetched by one of them.
-    const c = await launch(dataDirs[1], 'c');
-    const listedBefore = fake.requestsTo(OBSERVATIONS).length;
-    await runsReach(c.base, (await windowRuns(c.base)).length + 1, 120_000);
-    const beside = fake.requestsTo(OBSERVATIONS).slice(listedBefore);
-    expect(beside.length).toBeGreaterThan(0);
-    // Each range listed by one replica only (on a slow machine two windows may come due while
-    // this waits, one taken by each).
-    const listedBy = new Map<string, Set<string | undefined>>();
-    for (const r of beside) {
-      const range = `${r.query.get('fromStartTime')}/${r.query.get('toStartTime')}`;
-      listedBy.set(range, (listedBy.get(range) ?? new Set()).add(r.publicKey));
+  /**
+   * What a failure reports beside its error: the step it was in and when, what each live server's
+   * source status says, and what the servers logged (warnings and errors).
+   */
+  let step = 'start';
+  let started = 0;
+  const at = (name: string) => {
+    step = `${name} (at ${Math.round((Date.now() - started) / 1000)} s)`;
+  };
+  const diagnosed = async (test: () => Promise<void>) => {
+    started = Date.now();
+    try {
+      await test();
+    } catch (err) {
+      const live = running.filter(
+        (r) => r.server.proc.exitCode === null && r.server.proc.signalCode === null,
+      );
+      const statuses = await Promise.all(
+        live.map(async (r) => {
+          const source = await callJson(r.base, 'GET', '/v1alpha1/sources/minutely').catch(String);
+          return `${r.publicKey}: ${JSON.stringify(source?.status ?? source)}`;
+        }),
+      );
+      for (const r of running) console.error(`${r.publicKey} logged:\n${r.server.output()}`);
+      const message = err instanceof Error ? err.message : String(err);
+      throw new Error(
+        `${step}, failed at ${Math.round((Date.now() - started) / 1000)} s: ${message}; source status: ${statuses.join('; ')}`,
+        { cause: err },
+      );
     }
-    expect([...listedBy].filter(([, keys]) => keys.size > 1)).toEqual([]);
+  };
 
-    // The replica fetching the window after is killed mid-fetch; the other takes it over once
-    // the lease (sources.lease_timeout) lapses, and goes on past it.
-    const fetching = await holdNextFetch([b2, c]);
-    const other = fetching === c ? b2 : c;
-    const before = windowEnds(await windowRuns(other.base));
-    await kill9(fetching);
-    const killedAt = Date.now();
-    fake.releaseListings();
-    const runs = await eventually(async () => {
-      const all = await windowRuns(other.base);
-      const last = windowEnds(all).at(-1) ?? 0;
-      return last >= Math.floor(killedAt / MIN) * MIN + MIN ? all : undefined;
-    }, 300_000);
-    const source = await callJson(other.base, 'GET', '/v1alpha1/sources/minutely');
+  it(
+    'evaluates each window once, through kills mid-run and mid-fetch, alone and beside a replica',
+    () =>
+      diagnosed(async () => {
+        at('the first window');
+        const a = await launch(dataDirs[0], 'a');
+        await callJson(a.base, 'POST', '/v1alpha1/sources', {
+          apiVersion: 'touchstone.dev/v1alpha1',
+          kind: 'TraceSource',
+          metadata: { name: 'minutely' },
+          spec: {
+            connector: 'langfuse',
+            endpoint: fake.url,
+            locations: ['production'],
+            credentials: { env: 'LANGFUSE_KEY' },
+            schedule: { cron: '* * * * *', window: '1m', startingDeadline: '5m' },
+            runSpec: { evaluators: [{ ref: 'tool-errors' }] },
+          },
+        });
+        const [first] = await runsReach(a.base, 1, 150_000);
+        await kill9(a);
 
-    const ends = windowEnds(runs);
-    // Once each, and consecutive from the first: no window twice, none lost (the held ones and
-    // those due while a lease ran out were all evaluated before their deadlines).
-    expect(new Set(ends).size).toBe(ends.length);
-    expect(ends.map((e) => e - (ends[0] as number))).toEqual(ends.map((_, i) => i * MIN));
-    expect(ends.length).toBeGreaterThan(before.length);
-    for (const r of runs) expect(Date.parse(r.createdAt) - endOf(r)).toBeLessThan(5 * MIN);
-    // The run the first process started finishes on another.
-    const finished = await eventually(async () => {
-      const run = await callJson(other.base, 'GET', `/v1alpha1/runs/${first?.id}`);
-      return run.status === 'RUN_STATUS_SUCCEEDED' ? run : undefined;
-    }, 60_000);
-    expect(finished.progress.total).toBe(2);
-    // The status names the last window's run, evaluated when it says, and no missed window.
-    const last = runs.find((r) => endOf(r) === ends.at(-1)) as RunListItem;
-    expect(source.status).toMatchObject({
-      missedWindows: 0,
-      lastRunId: last.id,
-      lastScheduledAt: new Date(last.createdAt).toISOString(),
-    });
-    expect(fake.violations).toEqual([]);
-  }, 600_000);
+        // 1. Restarted after a kill mid-run (B), the server's fetch of the next window is held by
+        // the store, and it is killed mid-fetch.
+        at('the fetch by B (restarted after a kill mid-run)');
+        const b = await launch(dataDirs[0], 'b');
+        await holdNextFetch([b]);
+        await kill9(b);
+        fake.releaseListings();
+
+        // 2. Restarted alone (B'), it takes the window over once B's lease lapses (and the next one
+        // too when that is due by then: a start can be slow on a busy machine).
+        at("B' alone, after B's kill mid-fetch");
+        const b2 = await launch(dataDirs[0], 'b2');
+        await runsReach(b2.base, 2, 120_000);
+
+        // 3. A second replica (C) starts beside B': the next window is fetched by one of them.
+        at('a window beside the replica C');
+        const c = await launch(dataDirs[1], 'c');
+        const listedBefore = fake.requestsTo(OBSERVATIONS).length;
+        await runsReach(c.base, (await windowRuns(c.base)).length + 1, 120_000);
+        const beside = fake.requestsTo(OBSERVATIONS).slice(listedBefore);
+        expect(beside.length).toBeGreaterThan(0);
+        // Each range listed by one replica only (on a slow machine two windows may come due while
+        // this waits, one taken by each).
+        const listedBy = new Map<string, Set<string | undefined>>();
+        for (const r of beside) {
+          const range = `${r.query.get('fromStartTime')}/${r.query.get('toStartTime')}`;
+          listedBy.set(range, (listedBy.get(range) ?? new Set()).add(r.publicKey));
+        }
+        expect([...listedBy].filter(([, keys]) => keys.size > 1)).toEqual([]);
+
+        // The replica fetching the window after is killed mid-fetch; the other takes it over once
+        // the lease (sources.lease_timeout) lapses, and goes on past it.
+        at('the fetch held beside a replica');
+        const fetching = await holdNextFetch([b2, c]);
+        const other = fetching === c ? b2 : c;
+        const before = windowEnds(await windowRuns(other.base));
+        await kill9(fetching);
+        at('the takeover after the kill beside a replica');
+        const killedAt = Date.now();
+        fake.releaseListings();
+        const runs = await eventually(async () => {
+          const all = await windowRuns(other.base);
+          const last = windowEnds(all).at(-1) ?? 0;
+          return last >= Math.floor(killedAt / MIN) * MIN + MIN ? all : undefined;
+        }, 300_000);
+        const source = await callJson(other.base, 'GET', '/v1alpha1/sources/minutely');
+        at('the checks');
+
+        const ends = windowEnds(runs);
+        // Once each, and consecutive from the first: no window twice, none lost (the held ones and
+        // those due while a lease ran out were all evaluated before their deadlines).
+        expect(new Set(ends).size).toBe(ends.length);
+        expect(ends.map((e) => e - (ends[0] as number))).toEqual(ends.map((_, i) => i * MIN));
+        expect(ends.length).toBeGreaterThan(before.length);
+        for (const r of runs) expect(Date.parse(r.createdAt) - endOf(r)).toBeLessThan(5 * MIN);
+        // The run the first process started finishes on another.
+        const finished = await eventually(async () => {
+          const run = await callJson(other.base, 'GET', `/v1alpha1/runs/${first?.id}`);
+          return run.status === 'RUN_STATUS_SUCCEEDED' ? run : undefined;
+        }, 60_000);
+        expect(finished.progress.total).toBe(2);
+        // The status names the last window's run, evaluated when it says, and no missed window.
+        const last = runs.find((r) => endOf(r) === ends.at(-1)) as RunListItem;
+        expect(source.status).toMatchObject({
+          missedWindows: 0,
+          lastRunId: last.id,
+          lastScheduledAt: new Date(last.createdAt).toISOString(),
+        });
+        expect(fake.violations).toEqual([]);
+      }),
+    600_000,
+  );
 });
