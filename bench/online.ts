@@ -280,6 +280,14 @@ class Scrape {
   }
 }
 
+/** Requests the server shed between two scrapes, by the limit reached (admission.ts). */
+function shedReasons(before: Scrape, after: Scrape): string {
+  const shed = (reason: string) =>
+    after.value('touchstone_requests_shed_total', { reason }) -
+    before.value('touchstone_requests_shed_total', { reason });
+  return `over the requests in flight ${shed('requests')}, the bytes ${shed('bytes')}, the turns' queue ${shed('queue')}`;
+}
+
 interface HistogramDelta {
   count: number;
   p50: number;
@@ -686,7 +694,7 @@ async function fast(
   console.log(
     `${label} fast steady: ${count} traces (${spans} spans, ${FAST_TRACES_PER_REQUEST} traces per request) offered at ${FAST_RATE}/s, ` +
       `sent in ${fmt(sendSecs, 1)} s; ${accepted} accepted (${fmt(accepted / sendSecs, 0)} traces/s); request p50 ${fmt(percentile(latencies, 50), 1)} ms, ` +
-      `p95 ${fmt(percentile(latencies, 95), 1)} ms${failures > 0 ? `, REFUSED requests (503): ${failures} of ${batches.length}` : ''}; ` +
+      `p95 ${fmt(percentile(latencies, 95), 1)} ms${failures > 0 ? `, REFUSED requests (503): ${failures} of ${batches.length} (${shedReasons(before, after)})` : ''}; ` +
       `all scored ${fmt(drainedSecs, 1)} s after the first was sent${ok ? '' : ' (NOT drained in 5 min)'}`,
   );
   const h = reportFreshness(
