@@ -288,6 +288,15 @@ function shedReasons(before: Scrape, after: Scrape): string {
   return `over the requests in flight ${shed('requests')}, the bytes ${shed('bytes')}, the turns' queue ${shed('queue')}`;
 }
 
+/** The main thread's wait for SQLite's write lock between two scrapes, per second of `secs`. */
+function lockWait(before: Scrape, after: Scrape, secs: number): string {
+  const name = 'touchstone_store_lock_wait_seconds_total';
+  const waited = after.value(name) - before.value(name);
+  return waited > 0
+    ? `the main thread waited ${fmt((waited * 1000) / secs, 0)} ms a second for SQLite's write lock; `
+    : '';
+}
+
 interface HistogramDelta {
   count: number;
   p50: number;
@@ -704,7 +713,7 @@ async function fast(
   console.log(
     `${label} fast steady cost: server CPU ${fmt((cpu * 1000) / accepted, 2)} ms per accepted trace ingested, completed and scored ` +
       `(main thread ${fmt((main * 1000) / accepted, 2)}, scoring thread ${scoringMs}), ${fmt((cpu / drainedSecs) * 100, 0)}% of a core; ` +
-      `server RSS peak during the phase ${fmt(peak, 0)} MB; load average ${load()}`,
+      `server RSS peak during the phase ${fmt(peak, 0)} MB; ${lockWait(before, after, drainedSecs)}load average ${load()}`,
   );
   return { freshness: h, refused: failures, accepted, rate: accepted / sendSecs };
 }

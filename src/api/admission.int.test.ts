@@ -1,12 +1,15 @@
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { create } from '@bufbuild/protobuf';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { agentTrace, protobufBody, recordSpans } from '../../test/support/otel.js';
+import { SQLITE_FILE_NAME } from '../store/sqlite/backend.js';
 import {
   DatasetService,
   UploadDatasetRequestSchema,
@@ -183,5 +186,21 @@ describe('write admission', () => {
     expect((await client.uploadDataset(upload())).records).toBe(4000n);
     const metrics = (await t.app.server.inject({ url: '/metrics' })).body;
     expect(metrics).toContain('touchstone_requests_shed_total{reason="bytes"} 0');
+  });
+
+  it('reports how long a write waited for the SQLite write lock another connection held', async () => {
+    t = await testApp();
+    const other = new BetterSqlite3(join(t.dataDir, SQLITE_FILE_NAME));
+    try {
+      other.exec('begin immediate');
+      setTimeout(() => other.exec('commit'), 300);
+      expect((await post(batch())).statusCode).toBe(200);
+    } finally {
+      other.close();
+    }
+    const metrics = (await t.app.server.inject({ url: '/metrics' })).body;
+    const waited = /^touchstone_store_lock_wait_seconds_total (\S+)$/m.exec(metrics)?.[1];
+    expect(Number(waited)).toBeGreaterThan(0.25);
+    expect(Number(waited)).toBeLessThan(5);
   });
 });

@@ -116,9 +116,10 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
   const logger =
     deps.logger ??
     pino({ level: config.log_level, base: { service: 'touchstone' } }, destination(2));
-  const store = await openStore(config, { clock, logger });
+  const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
+  const store = await openStore(config, { clock, logger, observer: metrics });
   try {
-    return await assemble(config, deps, { store, clock, logger });
+    return await assemble(config, deps, { store, clock, logger, metrics });
   } catch (err) {
     // A half-built app must not leave the database open (or SQLite locked).
     await store.close();
@@ -129,10 +130,14 @@ export async function createApp(config: Readonly<Config>, deps: AppDeps): Promis
 async function assemble(
   config: Readonly<Config>,
   deps: AppDeps,
-  { store, clock, logger }: { store: Store; clock: Clock; logger: Logger },
+  {
+    store,
+    clock,
+    logger,
+    metrics,
+  }: { store: Store; clock: Clock; logger: Logger; metrics: Metrics },
 ): Promise<App> {
   const { env } = deps;
-  const metrics = new Metrics({ processMetrics: deps.processMetrics !== false });
   const base = { store, clock, logger, metrics };
   const proxy = proxySettingsFromConfig(config.proxy);
   const identity = buildIdentity(config, { store, clock, logger, proxy });

@@ -18,6 +18,15 @@ export interface StoreLogger {
   warn(obj: object, msg: string): void;
 }
 
+/** What the store reports (telemetry implements it). */
+export interface StoreObserver {
+  /**
+   * A statement on the thread answering requests waited `seconds` for another connection's
+   * SQLite write lock (a worker thread's, another process's) before it ran or gave up.
+   */
+  onLockWait(seconds: number): void;
+}
+
 /**
  * What differs between SQLite and PostgreSQL, and nothing else: how to connect, which driver
  * errors mean what, how migrations are serialized across processes. Query code is shared.

@@ -7,7 +7,7 @@
  * the composition root (app/) and store tests call `openStore`.
  */
 
-export type { StoreLogger } from './backend.js';
+export type { StoreLogger, StoreObserver } from './backend.js';
 export { StoreErrors } from './error-codes.js';
 export {
   type OpenStoreOptions,

@@ -1,6 +1,11 @@
 import { Kysely, sql } from 'kysely';
 import type { Clock } from '../core/index.js';
-import { type StoreBackend, type StoreLogger, translatingDialect } from './backend.js';
+import {
+  type StoreBackend,
+  type StoreLogger,
+  type StoreObserver,
+  translatingDialect,
+} from './backend.js';
 import { StoreErrors } from './error-codes.js';
 import { migrate } from './migrate.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -31,6 +36,8 @@ export interface OpenStoreOptions {
    */
   dataDir?: string | undefined;
   logger?: StoreLogger | undefined;
+  /** Told how long statements waited for SQLite's write lock (telemetry). */
+  observer?: StoreObserver | undefined;
 }
 
 const DEFAULT_POOL_SIZE = 10;
@@ -56,7 +63,7 @@ async function createBackend(
     throw StoreErrors.STORE_CONFIG_INVALID('data_dir is required for the sqlite store');
   }
   const { createSqliteBackend } = await import('./sqlite/backend.js');
-  return createSqliteBackend(dataDir);
+  return createSqliteBackend(dataDir, options.observer);
 }
 
 /**

@@ -5,6 +5,7 @@ import type { GuardDecisionEvent, GuardObserver } from '../guardrails/index.js';
 import type { IngestObserver } from '../ingest/index.js';
 import type { PolicyEngineObserver } from '../policies/index.js';
 import type { SourceObserver, WriteBackObserver } from '../sources/index.js';
+import type { StoreObserver } from '../store/index.js';
 import type { AttemptResult, WebhookObserver } from '../webhooks/index.js';
 
 /**
@@ -20,7 +21,8 @@ export class Metrics
     PolicyEngineObserver,
     SourceObserver,
     WriteBackObserver,
-    GuardObserver
+    GuardObserver,
+    StoreObserver
 {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -108,6 +110,11 @@ export class Metrics
     'touchstone_requests_shed_total',
     'Write requests refused with 503 to shed load, by the limit reached: requests or bytes in flight, or queue (waited too long for a turn to store).',
     ['reason'],
+  );
+  private readonly storeLockWait = this.counter(
+    'touchstone_store_lock_wait_seconds_total',
+    "Seconds statements of the thread answering requests waited for SQLite's write lock held by another connection (the scoring or completion worker's, another process's): write contention on SQLite. Always 0 on PostgreSQL.",
+    [],
   );
   private readonly guardDecisions = this.counter(
     'touchstone_guard_decisions_total',
@@ -198,6 +205,11 @@ export class Metrics
     for (const outcome of ['delivered', 'retry', 'failed'])
       this.webhookAttempts.inc({ outcome }, 0);
     for (const reason of ['requests', 'bytes', 'queue']) this.requestsShed.inc({ reason }, 0);
+  }
+
+  /** A statement waited for SQLite's write lock (the store's main-thread connection). */
+  onLockWait(seconds: number): void {
+    this.storeLockWait.inc(seconds);
   }
 
   /** A write request refused to shed load (the edge's admission control). */

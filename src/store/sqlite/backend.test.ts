@@ -40,15 +40,17 @@ describe('the SQLite statement cache', () => {
 
 describe('the write lock, on the main thread', () => {
   const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-busy-'));
+  const waits: number[] = [];
   const db = new Kysely<{ t: { x: number } }>({
-    dialect: createSqliteBackend(dir).kyselyDialect,
+    dialect: createSqliteBackend(dir, { onLockWait: (seconds) => waits.push(seconds) })
+      .kyselyDialect,
   });
   const other = new BetterSqlite3(join(dir, SQLITE_FILE_NAME));
   afterEach(() => {
     if (other.inTransaction) other.exec('rollback');
   });
 
-  it('is waited for on timers, so the event loop runs while another connection holds it', async () => {
+  it('is waited for on timers, so the event loop runs while another connection holds it; the wait is reported', async () => {
     await sql`create table if not exists t (x integer)`.execute(db);
     other.exec('begin immediate');
     let ticks = 0;
@@ -61,6 +63,10 @@ describe('the write lock, on the main thread', () => {
     clearInterval(ticker);
     expect(performance.now() - started).toBeLessThan(4_000);
     expect(ticks).toBeGreaterThan(10);
+    // One statement (the BEGIN) waited, about as long as the other connection held the lock.
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(0.19);
+    expect(waits[0]).toBeLessThan(4);
     const rows = await sql<{ x: number }>`select x from t order by x`.execute(db);
     expect(rows.rows.map((r) => r.x)).toEqual([1, 2]);
   });
@@ -72,6 +78,7 @@ describe('the write lock, on the main thread', () => {
       db.transaction().execute((tx) => sql`insert into t (x) values (3)`.execute(tx)),
     ).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
     expect(performance.now() - started).toBeGreaterThan(4_900);
+    expect(waits.at(-1)).toBeGreaterThan(4.9);
     other.exec('rollback');
     await db.destroy();
     other.close();

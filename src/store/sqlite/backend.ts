@@ -9,12 +9,13 @@ import {
   type Kysely,
   SqliteAdapter,
   type SqliteDatabase,
+  type SqliteDialectConfig,
   SqliteDriver,
   SqliteIntrospector,
   SqliteQueryCompiler,
   sql,
 } from 'kysely';
-import type { StoreBackend } from '../backend.js';
+import type { StoreBackend, StoreObserver } from '../backend.js';
 import { StoreErrors } from '../error-codes.js';
 import type { Database } from '../schema.js';
 import { translateSqliteError } from './errors.js';
@@ -40,16 +41,26 @@ function isBusy(err: unknown): boolean {
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
-/** Runs a statement, trying again after a timer while another connection holds the lock. */
-async function whenNotBusy<T>(run: () => Promise<T>): Promise<T> {
-  const deadline = performance.now() + BUSY_TIMEOUT_MS;
-  for (let wait = 1; ; wait = Math.min(2 * wait, BUSY_RETRY_MAX_MS)) {
-    try {
-      return await run();
-    } catch (err) {
-      if (!isBusy(err) || performance.now() + wait > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, wait));
+/**
+ * Runs a statement, trying again after a timer while another connection holds the lock; the time
+ * it waited goes to `observer`.
+ */
+async function whenNotBusy<T>(run: () => Promise<T>, observer?: StoreObserver): Promise<T> {
+  const started = performance.now();
+  const deadline = started + BUSY_TIMEOUT_MS;
+  let waited = false;
+  try {
+    for (let wait = 1; ; wait = Math.min(2 * wait, BUSY_RETRY_MAX_MS)) {
+      try {
+        return await run();
+      } catch (err) {
+        if (!isBusy(err) || performance.now() + wait > deadline) throw err;
+        waited = true;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
     }
+  } finally {
+    if (waited) observer?.onLockWait((performance.now() - started) / 1000);
   }
 }
 
@@ -79,10 +90,17 @@ class ImmediateSqliteDriver extends SqliteDriver {
 
 /** The main thread's driver: statements wait for the write lock on timers (see whenNotBusy). */
 class MainThreadSqliteDriver extends ImmediateSqliteDriver {
+  constructor(
+    config: SqliteDialectConfig,
+    private readonly observer: StoreObserver | undefined,
+  ) {
+    super(config);
+  }
+
   override async acquireConnection(): Promise<DatabaseConnection> {
     const connection = await super.acquireConnection();
     return {
-      executeQuery: (query) => whenNotBusy(() => connection.executeQuery(query)),
+      executeQuery: (query) => whenNotBusy(() => connection.executeQuery(query), this.observer),
       streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
     };
   }
@@ -140,8 +158,11 @@ function checkpointPeriodically(database: BetterSqlite3.Database): void {
   timer.unref();
 }
 
-/** Opens (creating if needed) `<dataDir>/touchstone.db` in WAL mode. */
-export function createSqliteBackend(dataDir: string): StoreBackend {
+/**
+ * Opens (creating if needed) `<dataDir>/touchstone.db` in WAL mode; on the main thread, the time
+ * statements wait for the write lock goes to `observer`.
+ */
+export function createSqliteBackend(dataDir: string, observer?: StoreObserver): StoreBackend {
   const dir = resolve(dataDir);
   try {
     mkdirSync(dir, { recursive: true });
@@ -180,7 +201,9 @@ export function createSqliteBackend(dataDir: string): StoreBackend {
   const config = { database: withStatementCache(database) };
   const kyselyDialect: Dialect = {
     createDriver: () =>
-      isMainThread ? new MainThreadSqliteDriver(config) : new ImmediateSqliteDriver(config),
+      isMainThread
+        ? new MainThreadSqliteDriver(config, observer)
+        : new ImmediateSqliteDriver(config),
     createQueryCompiler: () => new SqliteQueryCompiler(),
     createAdapter: () => new SqliteAdapter(),
     createIntrospector: (db) => new SqliteIntrospector(db),
