@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/support/process.js';
+import { LoopWorker } from '../../core/index.js';
 import { createSqliteBackend, SQLITE_FILE_NAME, withStatementCache } from './backend.js';
 
 describe('the SQLite statement cache', () => {
@@ -84,4 +86,49 @@ describe('the write lock, on the main thread', () => {
     other.close();
     rmSync(dir, { recursive: true, force: true });
   }, 15_000);
+});
+
+describe('write turns between the threads of a process', () => {
+  it("lets a worker waiting for the lock write before the main thread's next transaction", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-turns-'));
+    const db = new Kysely<{ t: { x: number } }>({
+      dialect: createSqliteBackend(dir).kyselyDialect,
+    });
+    await sql`create table t (x integer)`.execute(db);
+    const messages: string[] = [];
+    const worker = new LoopWorker<{ type: string; value?: number }, { type: string }>({
+      entry: new URL('./write-turns.testkit.js', import.meta.url),
+      workerData: { dir },
+      resourceLimits: {},
+      fallback: { start: () => undefined, shutdown: async () => undefined },
+      onMessage: (msg) => messages.push(msg.type),
+      work: 'test',
+      doing: 'testing',
+    });
+    try {
+      worker.start();
+      await eventually(async () => (worker.inWorker ? true : undefined));
+      const count = (type: string) => messages.filter((m) => m === type).length;
+      // Three rounds: which thread wins a race for a lock let go is up to the machine.
+      for (let round = 1; round <= 3; round++) {
+        const x = 3 * round;
+        await db.transaction().execute(async (tx) => {
+          await sql`insert into t (x) values (${x - 2})`.execute(tx);
+          // The worker tries to write while this transaction holds the lock, and waits.
+          worker.post({ type: 'write', value: x - 1 });
+          await eventually(async () => (count('waiting') === round ? true : undefined));
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        });
+        // Begun as soon as the first ended: the waiting worker writes first all the same.
+        await db.transaction().execute((tx) => sql`insert into t (x) values (${x})`.execute(tx));
+        await eventually(async () => (count('written') === round ? true : undefined));
+      }
+      const rows = await sql<{ x: number }>`select x from t order by rowid`.execute(db);
+      expect(rows.rows.map((r) => r.x)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    } finally {
+      await worker.shutdown();
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

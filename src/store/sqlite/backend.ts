@@ -19,6 +19,14 @@ import type { StoreBackend, StoreObserver } from '../backend.js';
 import { StoreErrors } from '../error-codes.js';
 import type { Database } from '../schema.js';
 import { translateSqliteError } from './errors.js';
+import {
+  awaitReleaseBlocking,
+  giveWayToWorkers,
+  released,
+  releasedSince,
+  releases,
+  waitingForLock,
+} from './write-turns.js';
 
 export const SQLITE_FILE_NAME = 'touchstone.db';
 
@@ -26,13 +34,13 @@ export const SQLITE_FILE_NAME = 'touchstone.db';
 const BUSY_TIMEOUT_MS = 5_000;
 
 /**
- * On the main thread SQLite's own busy wait would sleep the thread that answers every request
- * (reads, health checks) for as long as another connection holds the write lock: the completion
- * worker's, whose thread runs at a lower priority and may be descheduled while holding it. So
- * main-thread connections have no busy timeout: a statement that finds the lock taken fails at
- * once with SQLITE_BUSY and is tried again after a timer (doubling from 1 ms to 50 ms) until
- * BUSY_TIMEOUT_MS has passed, and the event loop serves requests meanwhile. Worker threads keep
- * the blocking wait: nothing else runs on them.
+ * SQLite's own busy wait would sleep the thread that answers every request (reads, health checks)
+ * for as long as another connection holds the write lock, and it learns the lock is free only at
+ * its next sleep's end. So connections have no busy timeout: a statement that finds the lock taken
+ * fails at once with SQLITE_BUSY and is tried again as soon as another connection of the process
+ * lets the lock go (write-turns.ts), or after a timeout doubling from 1 ms to 50 ms (a connection
+ * of another process), until BUSY_TIMEOUT_MS has passed. The main thread waits without blocking,
+ * so the event loop serves requests meanwhile; a worker thread blocks: nothing else runs on it.
  */
 const BUSY_RETRY_MAX_MS = 50;
 
@@ -42,25 +50,38 @@ function isBusy(err: unknown): boolean {
 }
 
 /**
- * Runs a statement, trying again after a timer while another connection holds the lock; the time
- * it waited goes to `observer`.
+ * Runs a statement, trying again while another connection holds the lock (see above); the time it
+ * waited goes to `observer`.
  */
-async function whenNotBusy<T>(run: () => Promise<T>, observer?: StoreObserver): Promise<T> {
+async function whenNotBusy<T>(
+  run: () => Promise<T>,
+  blocking: boolean,
+  observer?: StoreObserver,
+): Promise<T> {
   const started = performance.now();
   const deadline = started + BUSY_TIMEOUT_MS;
-  let waited = false;
+  let waiting: { done(): void } | undefined;
   try {
     for (let wait = 1; ; wait = Math.min(2 * wait, BUSY_RETRY_MAX_MS)) {
+      const seen = releases();
       try {
         return await run();
       } catch (err) {
         if (!isBusy(err) || performance.now() + wait > deadline) throw err;
-        waited = true;
-        await new Promise((resolve) => setTimeout(resolve, wait));
+        if (blocking) {
+          waiting ??= waitingForLock();
+          awaitReleaseBlocking(seen, wait);
+        } else {
+          waiting ??= { done: () => undefined };
+          await releasedSince(seen, wait);
+        }
       }
     }
   } finally {
-    if (waited) observer?.onLockWait((performance.now() - started) / 1000);
+    if (waiting !== undefined) {
+      waiting.done();
+      observer?.onLockWait((performance.now() - started) / 1000);
+    }
   }
 }
 
@@ -79,28 +100,40 @@ const BACKSTOP_PAGES = 4000;
 /**
  * Transactions start with BEGIN IMMEDIATE: a deferred transaction that reads and then writes
  * fails at once with SQLITE_BUSY (no busy wait) when another process wrote in between; taking the
- * write lock up front makes it wait for `busy_timeout` instead. In one process Kysely already
- * serializes everything through the single connection, so nothing is lost.
+ * write lock up front makes it wait for the lock (whenNotBusy) instead. In one process Kysely
+ * already serializes everything through the single connection, so nothing is lost.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
-}
-
-/** The main thread's driver: statements wait for the write lock on timers (see whenNotBusy). */
-class MainThreadSqliteDriver extends ImmediateSqliteDriver {
   constructor(
-    config: SqliteDialectConfig,
+    config: SqliteDialectConfig & { database: SqliteDatabase },
+    private readonly inTransaction: () => boolean,
     private readonly observer: StoreObserver | undefined,
   ) {
     super(config);
   }
 
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    // The main thread lets a worker waiting for the lock go first (write-turns.ts).
+    if (isMainThread) await giveWayToWorkers();
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+
+  /**
+   * Statements wait for the write lock (see whenNotBusy); a statement that ends a transaction
+   * tells the process's other connections that the lock is free.
+   */
   override async acquireConnection(): Promise<DatabaseConnection> {
     const connection = await super.acquireConnection();
+    const { inTransaction, observer } = this;
     return {
-      executeQuery: (query) => whenNotBusy(() => connection.executeQuery(query), this.observer),
+      async executeQuery(query) {
+        const wasIn = inTransaction();
+        try {
+          return await whenNotBusy(() => connection.executeQuery(query), !isMainThread, observer);
+        } finally {
+          if (wasIn && !inTransaction()) released();
+        }
+      },
       streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
     };
   }
@@ -187,12 +220,10 @@ export function createSqliteBackend(dataDir: string, observer?: StoreObserver): 
     // With WAL, NORMAL loses at most the last transactions on power loss, never integrity.
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = ON');
-    if (isMainThread) {
-      database.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
-      database.pragma('busy_timeout = 0');
-    } else {
-      checkpointPeriodically(database);
-    }
+    if (isMainThread) database.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+    else checkpointPeriodically(database);
+    // Statements wait for the lock themselves (whenNotBusy).
+    database.pragma('busy_timeout = 0');
   } catch (err) {
     database.close();
     throw translateSqliteError(err, file);
@@ -200,10 +231,7 @@ export function createSqliteBackend(dataDir: string, observer?: StoreObserver): 
 
   const config = { database: withStatementCache(database) };
   const kyselyDialect: Dialect = {
-    createDriver: () =>
-      isMainThread
-        ? new MainThreadSqliteDriver(config, observer)
-        : new ImmediateSqliteDriver(config),
+    createDriver: () => new ImmediateSqliteDriver(config, () => database.inTransaction, observer),
     createQueryCompiler: () => new SqliteQueryCompiler(),
     createAdapter: () => new SqliteAdapter(),
     createIntrospector: (db) => new SqliteIntrospector(db),
