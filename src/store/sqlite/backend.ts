@@ -60,7 +60,8 @@ async function whenNotBusy<T>(
 ): Promise<T> {
   const started = performance.now();
   const deadline = started + BUSY_TIMEOUT_MS;
-  let waiting: { done(): void } | undefined;
+  let waited = false;
+  let counted: { done(): void } | undefined;
   try {
     for (let wait = 1; ; wait = Math.min(2 * wait, BUSY_RETRY_MAX_MS)) {
       const seen = releases();
@@ -68,20 +69,18 @@ async function whenNotBusy<T>(
         return await run();
       } catch (err) {
         if (!isBusy(err) || performance.now() + wait > deadline) throw err;
+        waited = true;
         if (blocking) {
-          waiting ??= waitingForLock();
+          counted ??= waitingForLock();
           awaitReleaseBlocking(seen, wait);
         } else {
-          waiting ??= { done: () => undefined };
           await releasedSince(seen, wait);
         }
       }
     }
   } finally {
-    if (waiting !== undefined) {
-      waiting.done();
-      observer?.onLockWait((performance.now() - started) / 1000);
-    }
+    counted?.done();
+    if (waited) observer?.onLockWait((performance.now() - started) / 1000);
   }
 }
 
