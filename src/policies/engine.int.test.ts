@@ -580,7 +580,10 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
       selector: 'labels["judge"] == "yes"',
       stages: [{ evaluators: [{ ref: 'llm-judge', params: { rubric: 'helpfulness' } }] }],
     });
-    judge.reply({ status: 429, headers: { 'retry-after': '1' }, body: { error: 'slow down' } });
+    // Rate limited until lifted below (every request: one reply scripted for the next request
+    // could be taken by a request another test's app sent late, on a loaded machine).
+    const slowDown = { status: 429, headers: { 'retry-after': '1' }, body: { error: 'slow down' } };
+    judge.setDefault(slowDown);
     const changed = await send('weather');
     const reopened = await send('weather');
     const limited = await send('weather', { labels: { judge: 'yes' } });
@@ -618,6 +621,7 @@ describe.each(storeVariants())('online engine on $name', (variant) => {
     // The open trace's and the rate-limited one's items wait.
     expect(await app.store.work.stats()).toMatchObject({ depth: 2 });
 
+    judge.setDefault(completion('{"reasoning":"fine","score":4}'));
     clock.advance(6000);
     await app.completer.tick();
     await app.engine.tick();
