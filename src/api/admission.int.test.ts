@@ -9,7 +9,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestApp, testApp } from '../../test/support/app.js';
 import { agentTrace, protobufBody, recordSpans } from '../../test/support/otel.js';
-import { SQLITE_FILE_NAME } from '../store/sqlite/backend.js';
+import { SQLITE_FILE_NAME } from '../store/index.js';
 import {
   DatasetService,
   UploadDatasetRequestSchema,

@@ -26,6 +26,7 @@ import {
   releasedSince,
   releases,
   waitingForLock,
+  workersWaiting,
 } from './write-turns.js';
 
 export const SQLITE_FILE_NAME = 'touchstone.db';
@@ -104,7 +105,7 @@ const BACKSTOP_PAGES = 4000;
  */
 class ImmediateSqliteDriver extends SqliteDriver {
   constructor(
-    config: SqliteDialectConfig & { database: SqliteDatabase },
+    config: SqliteDialectConfig,
     private readonly inTransaction: () => boolean,
     private readonly observer: StoreObserver | undefined,
   ) {
@@ -113,7 +114,7 @@ class ImmediateSqliteDriver extends SqliteDriver {
 
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     // The main thread lets a worker waiting for the lock go first (write-turns.ts).
-    if (isMainThread) await giveWayToWorkers();
+    if (isMainThread && workersWaiting()) await giveWayToWorkers();
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 

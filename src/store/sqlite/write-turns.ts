@@ -92,6 +92,11 @@ export function waitingForLock(): { done(): void } {
   };
 }
 
+/** Whether a worker's statement waits for the lock (checked before `giveWayToWorkers`). */
+export function workersWaiting(): boolean {
+  return Atomics.load(state(), WAITING) > 0;
+}
+
 /** Lets a worker that waits for the lock take it first (main thread, before it begins). */
 export async function giveWayToWorkers(): Promise<void> {
   const s = state();
