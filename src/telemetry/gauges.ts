@@ -26,32 +26,48 @@ export function registerStateGauges(metrics: Metrics, deps: StateGaugeDeps): voi
   alertGauges(metrics, deps.store);
 }
 
+/**
+ * One read shared by the gauges that a scrape asks for at once (the registry collects every
+ * metric together): the queue counts scan their table, so each is read once per scrape, not once
+ * per gauge. Nothing is kept once the read settles; the next scrape reads again.
+ */
+export function sharedRead<T>(read: () => Promise<T>): () => Promise<T> {
+  let inFlight: Promise<T> | undefined;
+  return () => {
+    inFlight ??= read().finally(() => {
+      inFlight = undefined;
+    });
+    return inFlight;
+  };
+}
+
 function webhookGauges(metrics: Metrics, webhooks: StateGaugeDeps['webhooks']): void {
+  const stats = sharedRead(() => webhooks.queueStats());
   metrics.gauge(
     'touchstone_webhook_queue_depth',
     'Webhook deliveries not yet delivered or failed (PENDING or RETRYING).',
-    async () => (await webhooks.queueStats()).depth,
+    async () => (await stats()).depth,
   );
   metrics.gauge(
     'touchstone_webhook_oldest_pending_age_seconds',
     'Age of the oldest webhook delivery not yet delivered or failed; 0 when none.',
-    async () => (await webhooks.queueStats()).oldestAgeSeconds,
+    async () => (await stats()).oldestAgeSeconds,
   );
 }
 
 function sourceGauges(metrics: Metrics, { store, clock, sources }: StateGaugeDeps): void {
+  const statuses = sharedRead(async () => {
+    const out = [];
+    for (const record of await store.sources.listAll()) {
+      const view = (await sources.view(record)) as { status: SourceStatus };
+      out.push({ labels: { project: record.project, source: record.name }, status: view.status });
+    }
+    return out;
+  });
   const sourceGauge = (name: string, help: string, value: (s: SourceStatus) => number) =>
-    metrics.labelledGauge(name, help, ['project', 'source'], async () => {
-      const out = [];
-      for (const record of await store.sources.listAll()) {
-        const view = (await sources.view(record)) as { status: SourceStatus };
-        out.push({
-          labels: { project: record.project, source: record.name },
-          value: value(view.status),
-        });
-      }
-      return out;
-    });
+    metrics.labelledGauge(name, help, ['project', 'source'], async () =>
+      (await statuses()).map(({ labels, status }) => ({ labels, value: value(status) })),
+    );
   sourceGauge(
     'touchstone_source_lag_seconds',
     'Seconds since the last complete pull of a source began.',
@@ -73,16 +89,17 @@ function sourceGauges(metrics: Metrics, { store, clock, sources }: StateGaugeDep
 }
 
 function onlineGauges(metrics: Metrics, { store, clock }: StateGaugeDeps): void {
+  const stats = sharedRead(() => store.work.stats());
   metrics.gauge(
     'touchstone_online_queue_depth',
     'Trace versions waiting for online scoring (work items).',
-    async () => (await store.work.stats()).depth,
+    async () => (await stats()).depth,
   );
   metrics.gauge(
     'touchstone_online_oldest_item_age_seconds',
     'Age of the oldest work item waiting for online scoring; 0 when none.',
     async () => {
-      const { oldestCreatedAt } = await store.work.stats();
+      const { oldestCreatedAt } = await stats();
       return oldestCreatedAt === undefined
         ? 0
         : Math.max(0, (clock.now() - oldestCreatedAt) / 1000);
