@@ -79,8 +79,11 @@ export interface TraceLabelsTable {
   key: string;
   value: string;
   trace_id: string;
-  /** The trace's start time, for reading a label's traces in the traces list's order (migration 18; kept by triggers). */
-  start_ms: Generated<number | null>;
+  /**
+   * The trace's start time, for reading a label's traces in the traces list's order (migration 18;
+   * kept by triggers); the key's fourth column since migration 21.
+   */
+  start_ms: number;
 }
 
 /**

@@ -24,6 +24,7 @@ import {
 import { FakeClock, type Span } from '../core/index.js';
 import { openStore, type Store } from './index.js';
 import { labelOrder } from './migrations/0018-label-order.js';
+import { labelKeys } from './migrations/0021-label-keys.js';
 import { KyselyResultStore } from './results.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
@@ -409,6 +410,39 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 
+  it("checks one trace against a label by the label's key, with its start time", async () => {
+    const { file, db } = await migratedFile();
+    try {
+      const [label] = probesOf(db, 'sqlite', { project: 'p', labels: { env: 'dev' } });
+      const probe = label as NonNullable<typeof label>;
+      const planOf = (start: boolean) => {
+        const { sql: text, parameters } = db
+          .selectFrom('trace_labels as d')
+          .select('d.trace_id')
+          .where(probe.has(sql.ref('d.trace_id'), start ? sql.ref('d.start_ms') : undefined))
+          .compile();
+        return (
+          file.prepare(`explain query plan ${text}`).all(...(parameters as unknown[])) as {
+            detail: string;
+          }[]
+        )
+          .map((p) => p.detail)
+          .join('\n');
+      };
+      const entry =
+        /SEARCH o (EXISTS )?USING PRIMARY KEY \(project=\? AND key=\? AND value=\? AND start_ms=\? AND trace_id=\?\)/;
+      // An intersection driven by another label has each trace's start time.
+      expect(planOf(true)).toMatch(entry);
+      // Else it is read from the trace's row, by key.
+      expect(planOf(false)).toMatch(
+        /SEARCH t USING INDEX sqlite_autoindex_traces_1 \(project=\? AND trace_id=\?\)/,
+      );
+      expect(planOf(false)).toMatch(entry);
+    } finally {
+      await db.destroy();
+    }
+  });
+
   it("reads a label's page of the traces list from its entries in that order, without sorting", async () => {
     const queries: { sql: string; parameters: readonly unknown[] }[] = [];
     const { file, db } = await migratedFile((query) => queries.push(query));
@@ -440,7 +474,7 @@ describe('the plans of the leading probes on SQLite', () => {
       );
       const [traces, scores] = plans();
       expect(traces).toMatch(
-        /^SEARCH l USING COVERING INDEX trace_labels_start_idx \(project=\? AND key=\? AND value=\? AND start_ms>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
+        /^SEARCH l USING PRIMARY KEY \(project=\? AND key=\? AND value=\? AND start_ms>\?\)\nSEARCH traces USING INDEX sqlite_autoindex_traces_1/,
       );
       expect(scores).toBeUndefined();
       expect(traces).not.toMatch(/TEMP B-TREE|SCAN/);
@@ -449,14 +483,16 @@ describe('the plans of the leading probes on SQLite', () => {
     }
   });
 
-  it('backfills the start times of labels written before migration 18', async () => {
+  it('keeps the labels written before migrations 18 and 21, keyed in start order', async () => {
     const { file, db } = await migratedFile();
     try {
-      // Back to migration 17's schema: its triggers, no order columns.
-      file.exec(`drop index trace_labels_start_idx;
-        drop trigger trace_labels_order; drop trigger trace_labels_insert;
-        drop trigger trace_labels_update;
-        alter table trace_labels drop column start_ms;
+      // Back to migration 17's schema: migration 14's table and triggers, no order column.
+      file.exec(`drop trigger trace_labels_order; drop trigger trace_labels_insert;
+        drop trigger trace_labels_update; drop trigger trace_labels_delete;
+        drop table trace_labels;
+        create table trace_labels (project text not null, key text not null,
+          value text not null, trace_id text not null,
+          constraint trace_labels_pk primary key (project, key, value, trace_id)) without rowid;
         create trigger trace_labels_insert after insert on traces when new.labels <> '{}' begin
           insert or ignore into trace_labels (project, key, value, trace_id)
             select new.project, key, value, new.trace_id from json_each(new.labels); end;
@@ -466,22 +502,37 @@ describe('the plans of the leading probes on SQLite', () => {
             (select old.project, key, value, old.trace_id from json_each(old.labels));
           insert or ignore into trace_labels (project, key, value, trace_id)
             select new.project, key, value, new.trace_id from json_each(new.labels); end;
+        create trigger trace_labels_delete after delete on traces when old.labels <> '{}' begin
+          delete from trace_labels where (project, key, value, trace_id) in
+            (select old.project, key, value, old.trace_id from json_each(old.labels)); end;
         insert into traces (project, trace_id, source, ingest_labels, first_seen_at, last_span_at,
           completed_at, start_ms, labels, digest, record, scored_at)
         values ('p', 'a', '', '{}', 1, 1, 2, 100, '{"env":"dev","tier":"x"}', 'd', '{}', 300),
-          ('p', 'b', '', '{}', 1, 1, 2, 200, '{"env":"dev"}', 'd', '{}', null);`);
+          ('p', 'b', '', '{}', 1, 1, 2, 200, '{"env":"dev"}', 'd', '{}', null);
+        insert into trace_labels (project, key, value, trace_id) values ('p', 'env', 'dev', 'gone');`);
       await labelOrder.up(db as unknown as Kysely<unknown>, 'sqlite');
-      expect(
-        file.prepare('select key, trace_id, start_ms from trace_labels order by 1, 2').all(),
-      ).toEqual([
+      await labelKeys.up(db as unknown as Kysely<unknown>, 'sqlite');
+      const entries = () =>
+        file.prepare('select key, trace_id, start_ms from trace_labels order by 1, 2').all();
+      // Each with its trace's start; the entry of a trace that no longer exists is not kept.
+      expect(entries()).toEqual([
         { key: 'env', trace_id: 'a', start_ms: 100 },
         { key: 'env', trace_id: 'b', start_ms: 200 },
         { key: 'tier', trace_id: 'a', start_ms: 100 },
       ]);
-      // And kept from then on.
-      file.exec(`update traces set start_ms = 400 where trace_id = 'b'`);
-      expect(file.prepare(`select start_ms from trace_labels where trace_id = 'b'`).get()).toEqual({
-        start_ms: 400,
+      // And kept from then on: a start that moves, labels that change, a trace deleted.
+      file.exec(`update traces set start_ms = 400 where trace_id = 'b';
+        update traces set labels = '{"env":"prod"}', start_ms = 50 where trace_id = 'a'`);
+      expect(entries()).toEqual([
+        { key: 'env', trace_id: 'a', start_ms: 50 },
+        { key: 'env', trace_id: 'b', start_ms: 400 },
+      ]);
+      file.exec(`delete from traces where trace_id = 'b'`);
+      expect(entries()).toEqual([{ key: 'env', trace_id: 'a', start_ms: 50 }]);
+      expect(
+        file.prepare(`select sql from sqlite_master where name = 'trace_labels'`).get(),
+      ).toMatchObject({
+        sql: expect.stringContaining('primary key (project, key, value, start_ms, trace_id)'),
       });
     } finally {
       await db.destroy();
@@ -538,18 +589,23 @@ describe('the plans of the leading probes on SQLite', () => {
         }),
       ).toEqual([]);
       // More than LEAD_MAX traces each, one in common; then none in common.
+      // Traces completed with the label added to those they have (the triggers write the entries).
       const labelled = (key: string, value: string, from: number, to: number) =>
         file.exec(`with recursive s(i) as (select ${from} union all select i + 1 from s where i < ${to})
-          insert into trace_labels (project, key, value, trace_id)
-          select 'p', '${key}', '${value}', printf('%032x', i) from s`);
+          insert into traces (project, trace_id, source, ingest_labels, first_seen_at,
+            last_span_at, completed_at, start_ms, labels, digest, record)
+          select 'p', printf('%032x', i), '', '{}', 1, 1, 2, i,
+            json_object('${key}', '${value}'), 'd', '{}' from s where true
+          on conflict (project, trace_id) do update
+            set labels = json_patch(traces.labels, excluded.labels)`);
       labelled('env', 'dev', 0, LEAD_MAX + 10);
       labelled('tier', 'trial', LEAD_MAX + 10, 2 * LEAD_MAX + 20);
-      labelled('tier', 'gold', LEAD_MAX + 11, 2 * LEAD_MAX + 20);
+      labelled('grade', 'gold', LEAD_MAX + 11, 2 * LEAD_MAX + 20);
       expect(
         await leadingTraces(db, 'sqlite', { project: 'p', labels: { env: 'dev', tier: 'trial' } }),
       ).toEqual([traceId(LEAD_MAX + 10)]);
       expect(
-        await leadingTraces(db, 'sqlite', { project: 'p', labels: { env: 'dev', tier: 'gold' } }),
+        await leadingTraces(db, 'sqlite', { project: 'p', labels: { env: 'dev', grade: 'gold' } }),
       ).toEqual([]);
       // Sharing more than LEAD_MAX: the walk.
       expect(

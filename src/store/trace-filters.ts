@@ -56,8 +56,13 @@ type ProbeQuery = SelectQueryBuilder<Database, keyof Database, { trace_id: strin
 interface Probe {
   /** The traces the filter matches, ordered as the index that lists them. */
   list: ProbeQuery;
-  /** The trace `trace` (a column of the outer query) matches the filter, looked up by key. */
-  has(trace: Expression<string>): Expression<SqlBool>;
+  /**
+   * The trace `trace` (a column of the outer query) matches the filter, looked up by key; `start`,
+   * when the outer query has it, is that trace's start time (`start_ms`).
+   */
+  has(trace: Expression<string>, start?: Expression<number>): Expression<SqlBool>;
+  /** The list gives each trace's start time (`start_ms`) beside its id. */
+  started?: true;
   /** The results filter (policy, evaluator, outcome): its traces match it exactly. */
   results?: true;
 }
@@ -152,17 +157,27 @@ export function probesOf(
   const { project } = filter;
   const probes: Probe[] = [];
   for (const [key, value] of Object.entries(filter.labels ?? {})) {
-    probes.push(
-      byKey(
-        db
-          .selectFrom('trace_labels')
-          .select('trace_id')
-          .where('project', '=', project)
-          .where('key', '=', key)
-          .where('value', '=', value)
-          .orderBy('trace_id'),
-      ),
-    );
+    const entry = sql`o.project = ${project} and o.key = ${key} and o.value = ${value}`;
+    probes.push({
+      list: db
+        .selectFrom('trace_labels')
+        .select(['trace_id', 'start_ms'])
+        .where('project', '=', project)
+        .where('key', '=', key)
+        .where('value', '=', value)
+        .orderBy('start_ms')
+        .orderBy('trace_id'),
+      started: true,
+      // The key is in start order (migration 21): a trace's entry is found by its start time,
+      // read from its row when the outer query does not have it.
+      has: (trace, start) =>
+        start === undefined
+          ? sql<SqlBool>`exists (select 1 from traces t join trace_labels o
+              on o.start_ms = t.start_ms and o.trace_id = t.trace_id
+              where t.project = ${project} and t.trace_id = ${trace} and ${entry})`
+          : sql<SqlBool>`exists (select 1 from trace_labels o
+              where ${entry} and o.start_ms = ${start} and o.trace_id = ${trace})`,
+    });
   }
   if (
     filter.policy !== undefined ||
@@ -217,7 +232,7 @@ export function probesOf(
  * How a list finds its page. `ids`: the traces that may match `filter` when some indexed filter
  * other than a label is selective (those of the filter matching the fewest, at most LEAD_MAX;
  * possibly none: the list is empty). `label`: a label filter whose entries the traces list reads
- * in its order (trace_labels_start_idx, migration 18) until a page matches every filter: a page
+ * in its order (trace_labels' key, migrations 18 and 21) until a page matches every filter: a page
  * costs about a page of entries for a label alone however many traces it matches, and never more
  * entries than the label has. A label leads so when it matches fewest (reading its ids would read
  * them all), when every filter is a label (the one matching fewest, counts capped at
@@ -330,7 +345,9 @@ async function intersection(
   let q = db.selectFrom(driver.probe.list.as('d')).select('d.trace_id');
   for (const other of probes) {
     if (other === driver.probe) continue;
-    q = q.where(other.has(sql.ref('d.trace_id')));
+    q = q.where(
+      other.has(sql.ref('d.trace_id'), driver.probe.started ? sql.ref('d.start_ms') : undefined),
+    );
   }
   const rows = await q.limit(LEAD_MAX + 1).execute();
   return rows.length > LEAD_MAX ? undefined : distinctIds(rows);
@@ -354,11 +371,12 @@ export function traceIdIn(
 
 /**
  * The label filters other than the one a list reads its entries of (`planLead`'s `label`, which
- * its entry guarantees). On PostgreSQL each is looked up in trace_labels by key, per entry read
- * (`offset 0` keeps the subquery from becoming a join): with a JSON containment (`labels @> …`,
- * which the planner guesses matches a fraction of a percent) or an EXISTS it may turn into a
- * join, PostgreSQL hashed every trace of the project or every entry of both labels rather than
- * read a page of entries in order (122 and 13 ms against 0.4 ms at 100k traces).
+ * its entry guarantees). On PostgreSQL each is looked up in trace_labels by key (the trace's start
+ * time and id), per entry read (`offset 0` keeps the subquery from becoming a join): with a JSON
+ * containment (`labels @> …`, which the planner guesses matches a fraction of a percent) or an
+ * EXISTS it may turn into a join, PostgreSQL hashed every trace of the project or every entry of
+ * both labels rather than read a page of entries in order (122 and 13 ms against 0.4 ms at 100k
+ * traces).
  */
 export function otherLabelsMatch(
   dialect: StoreDialect,
@@ -373,7 +391,8 @@ export function otherLabelsMatch(
     others.map(
       ([key, value]) =>
         sql`exists (select 1 from trace_labels o where o.project = ${project} and o.key = ${key}
-          and o.value = ${value} and o.trace_id = traces.trace_id offset 0)`,
+          and o.value = ${value} and o.start_ms = traces.start_ms and o.trace_id = traces.trace_id
+          offset 0)`,
     ),
     sql` and `,
   )}`;

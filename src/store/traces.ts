@@ -625,7 +625,7 @@ export class KyselyTraceStore implements TraceStore {
         : await planLead(this.db, this.dialect, { ...filter, project: filter.project });
     const lead = plan.ids;
     if (lead?.length === 0) return { items: [] };
-    // A label leads in the list's order (its entries in trace_labels_start_idx, each trace read
+    // A label leads in the list's order (its entries in trace_labels' key, each trace read
     // by key) unless ids lead; else the walk of traces_project_start_idx (or the service's).
     const label = lead === undefined ? plan.label : undefined;
     const order = label === undefined ? 'traces' : 'l';

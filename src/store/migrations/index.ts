@@ -19,6 +19,7 @@ import { spanChunkFormat } from './0017-span-chunk-format.js';
 import { labelOrder } from './0018-label-order.js';
 import { resultsInTimeOrder } from './0019-results-in-time-order.js';
 import { rollupInsertsByStore } from './0020-rollup-inserts-by-store.js';
+import { labelKeys } from './0021-label-keys.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -45,4 +46,5 @@ export const MIGRATIONS: readonly Migration[] = [
   labelOrder,
   resultsInTimeOrder,
   rollupInsertsByStore,
+  labelKeys,
 ];
