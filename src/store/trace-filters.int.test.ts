@@ -25,6 +25,7 @@ import { FakeClock, type Span } from '../core/index.js';
 import { openStore, type Store } from './index.js';
 import { labelOrder } from './migrations/0018-label-order.js';
 import { labelKeys } from './migrations/0021-label-keys.js';
+import { MIGRATIONS } from './migrations/index.js';
 import { KyselyResultStore } from './results.js';
 import type { Database as Tables } from './schema.js';
 import { SQLITE_FILE_NAME } from './sqlite/backend.js';
@@ -733,6 +734,59 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
         const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
         expect(text).toContain('hashed SubPlan');
         expect(text).not.toMatch(/Sort Key/);
+      } finally {
+        await db.destroy();
+        await schema.drop();
+      }
+    });
+  },
+);
+
+describe.skipIf(PG_URL === undefined || PG_URL === '')(
+  'trace_labels keyed in start order on PostgreSQL (migration 21)',
+  () => {
+    it('keeps the labels written before it, and keeps them as traces change', async () => {
+      const schema = await freshPgSchema(PG_URL ?? '');
+      const db = new Kysely<Tables>({
+        dialect: new PostgresDialect({
+          pool: new pg.Pool({ connectionString: schema.url, max: 1, types: { getTypeParser } }),
+        }),
+      });
+      try {
+        // The schema of migration 20, with labels written by its triggers, and an entry of a
+        // trace that no longer exists.
+        for (const m of MIGRATIONS.slice(0, labelKeys.version - 1)) {
+          await m.up(db as unknown as Kysely<unknown>, 'postgres');
+        }
+        await sql`insert into traces (project, trace_id, source, ingest_labels, first_seen_at,
+            last_span_at, completed_at, start_ms, labels, digest, record)
+          values ('p', 'a', '', '{}', 1, 1, 2, 100, '{"env":"dev","tier":"x"}', 'd', '{}'),
+            ('p', 'b', '', '{}', 1, 1, 2, 200, '{"env":"dev"}', 'd', '{}')`.execute(db);
+        await sql`insert into trace_labels (project, key, value, trace_id, start_ms)
+          values ('p', 'env', 'dev', 'gone', 5)`.execute(db);
+        await labelKeys.up(db as unknown as Kysely<unknown>, 'postgres');
+        const entries = async () =>
+          (
+            await sql<{ key: string; trace_id: string; start_ms: number }>`select key, trace_id,
+              start_ms from trace_labels order by 1, 2`.execute(db)
+          ).rows;
+        expect(await entries()).toEqual([
+          { key: 'env', trace_id: 'a', start_ms: 100 },
+          { key: 'env', trace_id: 'b', start_ms: 200 },
+          { key: 'tier', trace_id: 'a', start_ms: 100 },
+        ]);
+        await sql`update traces set start_ms = 400 where trace_id = 'b'`.execute(db);
+        await sql`update traces set labels = '{"env":"prod"}', start_ms = 50
+          where trace_id = 'a'`.execute(db);
+        expect(await entries()).toEqual([
+          { key: 'env', trace_id: 'a', start_ms: 50 },
+          { key: 'env', trace_id: 'b', start_ms: 400 },
+        ]);
+        await sql`delete from traces where trace_id = 'b'`.execute(db);
+        expect(await entries()).toEqual([{ key: 'env', trace_id: 'a', start_ms: 50 }]);
+        const key = await sql<{ def: string }>`select pg_get_constraintdef(oid) as def
+          from pg_constraint where conname = 'trace_labels_pk'`.execute(db);
+        expect(key.rows[0]?.def).toBe('PRIMARY KEY (project, key, value, start_ms, trace_id)');
       } finally {
         await db.destroy();
         await schema.drop();
