@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/process.js';
 import { LoopWorker } from '../../core/index.js';
 import { createSqliteBackend, SQLITE_FILE_NAME, withStatementCache } from './backend.js';
+import { waitingForLock, workersWaiting } from './write-turns.js';
 
 describe('the SQLite statement cache', () => {
   const raw = new BetterSqlite3(':memory:');
@@ -89,7 +90,7 @@ describe('the write lock, on the main thread', () => {
 });
 
 describe('write turns between the threads of a process', () => {
-  it("lets a worker waiting for the lock write before the main thread's next transaction", async () => {
+  it('counts a worker waiting for the lock, which writes once the main thread lets it go', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-turns-'));
     const db = new Kysely<{ t: { x: number } }>({
       dialect: createSqliteBackend(dir).kyselyDialect,
@@ -109,24 +110,49 @@ describe('write turns between the threads of a process', () => {
       worker.start();
       await eventually(async () => (worker.inWorker ? true : undefined));
       const count = (type: string) => messages.filter((m) => m === type).length;
-      // Three rounds: which thread wins a race for a lock let go is up to the machine.
-      for (let round = 1; round <= 3; round++) {
-        const x = 3 * round;
+      for (let round = 1; round <= 2; round++) {
         await db.transaction().execute(async (tx) => {
-          await sql`insert into t (x) values (${x - 2})`.execute(tx);
-          // The worker tries to write while this transaction holds the lock, and waits.
-          worker.post({ type: 'write', value: x - 1 });
-          await eventually(async () => (count('waiting') === round ? true : undefined));
-          await new Promise((resolve) => setTimeout(resolve, 50));
+          await sql`insert into t (x) values (${2 * round - 1})`.execute(tx);
+          // The worker tries to write while this transaction holds the lock: it waits, counted.
+          worker.post({ type: 'write', value: 2 * round });
+          await eventually(async () =>
+            count('waiting') === round && workersWaiting() ? true : undefined,
+          );
         });
-        // Begun as soon as the first ended: the waiting worker writes first all the same.
-        await db.transaction().execute((tx) => sql`insert into t (x) values (${x})`.execute(tx));
         await eventually(async () => (count('written') === round ? true : undefined));
+        expect(workersWaiting()).toBe(false);
       }
       const rows = await sql<{ x: number }>`select x from t order by rowid`.execute(db);
-      expect(rows.rows.map((r) => r.x)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(rows.rows.map((r) => r.x)).toEqual([1, 2, 3, 4]);
     } finally {
       await worker.shutdown();
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("lets a waiting worker write before the main thread's next transaction begins", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-turns-'));
+    const db = new Kysely<{ t: { x: number } }>({
+      dialect: createSqliteBackend(dir).kyselyDialect,
+    });
+    await sql`create table t (x integer)`.execute(db);
+    // A worker's connection, its statement waiting for the lock (as whenNotBusy counts it).
+    const other = new BetterSqlite3(join(dir, SQLITE_FILE_NAME));
+    let waiting: { done(): void } | undefined = waitingForLock();
+    try {
+      const main = db.transaction().execute((tx) => sql`insert into t (x) values (2)`.execute(tx));
+      // Well within the main thread's give-way (20 ms); a timer due sooner fires first.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      other.prepare('insert into t (x) values (1)').run();
+      waiting.done();
+      waiting = undefined;
+      await main;
+      const rows = await sql<{ x: number }>`select x from t order by rowid`.execute(db);
+      expect(rows.rows.map((r) => r.x)).toEqual([1, 2]);
+    } finally {
+      waiting?.done();
+      other.close();
       await db.destroy();
       rmSync(dir, { recursive: true, force: true });
     }
