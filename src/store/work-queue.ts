@@ -1,10 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { CompiledQuery, type Kysely, type Selectable } from 'kysely';
+import { batches, placeholders } from './batches.js';
 import type { NewWorkItem, StoreDialect, WorkItem, WorkQueue } from './ports.js';
 import type { Database, WorkItemsTable } from './schema.js';
 
 /** Rows per multi-row INSERT (SQLite binds at most 32766 parameters per statement). */
 const CHUNK = 500;
+
+/** The columns `enqueue` writes, in its rows' order. */
+const ITEM_COLUMNS =
+  'id, project, trace_id, digest, policy, replace, trace_completed_at, created_at, visible_at, attempts, claim';
 
 function fromRow(row: Selectable<WorkItemsTable>): WorkItem {
   return {
@@ -31,28 +36,32 @@ export class KyselyWorkQueue implements WorkQueue {
     // Ids break ties between items visible at the same time: time, then one random draw per
     // call, then the position in the call, so a call's items are claimed in the order given.
     const prefix = `wi_${Math.max(0, now).toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`;
-    const rows = items.map((item, i) => ({
-      id: `${prefix}${i.toString(16).padStart(6, '0')}`,
-      project: item.project,
-      trace_id: item.traceId,
-      digest: item.digest,
-      policy: item.policy,
-      replace: item.replace ? 1 : 0,
-      trace_completed_at: item.traceCompletedAt,
-      created_at: now,
-      visible_at: now,
-      attempts: 0,
-      claim: '',
-    }));
+    const rows = items.map((item, i) => [
+      `${prefix}${i.toString(16).padStart(6, '0')}`,
+      item.project,
+      item.traceId,
+      item.digest,
+      item.policy,
+      item.replace ? 1 : 0,
+      item.traceCompletedAt,
+      now,
+      now,
+      0,
+      '',
+    ]);
+    // Built as text, not by the query builder: a request of 500 whole traces enqueues 500 items,
+    // and SQLite then compiles one statement per group size (batches) instead of a 500-row one
+    // per call, too long for the statement cache.
     let added = 0;
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      const inserted = await this.db
-        .insertInto('work_items')
-        .values(rows.slice(i, i + CHUNK))
-        .onConflict((oc) => oc.columns(['project', 'trace_id', 'digest', 'policy']).doNothing())
-        .returning('id')
-        .execute();
-      added += inserted.length;
+    for (const part of batches(this.dialect, rows, CHUNK)) {
+      const inserted = await this.db.executeQuery<{ id: string }>(
+        CompiledQuery.raw(
+          `insert into work_items (${ITEM_COLUMNS}) values ${placeholders(this.dialect, part.length, 11)}
+           on conflict (project, trace_id, digest, policy) do nothing returning id`,
+          part.flat(),
+        ),
+      );
+      added += inserted.rows.length;
     }
     return added;
   }
