@@ -8,8 +8,19 @@ import type { Database, WorkItemsTable } from './schema.js';
 const CHUNK = 500;
 
 /** The columns `enqueue` writes, in its rows' order. */
-const ITEM_COLUMNS =
-  'id, project, trace_id, digest, policy, replace, trace_completed_at, created_at, visible_at, attempts, claim';
+const ITEM_COLUMNS = [
+  'id',
+  'project',
+  'trace_id',
+  'digest',
+  'policy',
+  'replace',
+  'trace_completed_at',
+  'created_at',
+  'visible_at',
+  'attempts',
+  'claim',
+] as const;
 
 function fromRow(row: Selectable<WorkItemsTable>): WorkItem {
   return {
@@ -56,7 +67,7 @@ export class KyselyWorkQueue implements WorkQueue {
     for (const part of batches(this.dialect, rows, CHUNK)) {
       const inserted = await this.db.executeQuery<{ id: string }>(
         CompiledQuery.raw(
-          `insert into work_items (${ITEM_COLUMNS}) values ${placeholders(this.dialect, part.length, 11)}
+          `insert into work_items (${ITEM_COLUMNS.join(', ')}) values ${placeholders(this.dialect, part.length, ITEM_COLUMNS.length)}
            on conflict (project, trace_id, digest, policy) do nothing returning id`,
           part.flat(),
         ),

@@ -54,11 +54,7 @@ function isBusy(err: unknown): boolean {
  * Runs a statement, trying again while another connection holds the lock (see above); the time it
  * waited goes to `observer`.
  */
-async function whenNotBusy<T>(
-  run: () => Promise<T>,
-  blocking: boolean,
-  observer?: StoreObserver,
-): Promise<T> {
+async function whenNotBusy<T>(run: () => Promise<T>, observer?: StoreObserver): Promise<T> {
   const started = performance.now();
   const deadline = started + BUSY_TIMEOUT_MS;
   let waited = false;
@@ -71,7 +67,7 @@ async function whenNotBusy<T>(
       } catch (err) {
         if (!isBusy(err) || performance.now() + wait > deadline) throw err;
         waited = true;
-        if (blocking) {
+        if (!isMainThread) {
           counted ??= waitingForLock();
           awaitReleaseBlocking(seen, wait);
         } else {
@@ -129,7 +125,7 @@ class ImmediateSqliteDriver extends SqliteDriver {
       async executeQuery(query) {
         const wasIn = inTransaction();
         try {
-          return await whenNotBusy(() => connection.executeQuery(query), !isMainThread, observer);
+          return await whenNotBusy(() => connection.executeQuery(query), observer);
         } finally {
           if (wasIn && !inTransaction()) released();
         }
