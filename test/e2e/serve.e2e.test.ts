@@ -104,11 +104,14 @@ describe('touchstone serve (real process, embedded SQLite)', () => {
   it.runIf(process.platform === 'linux')(
     'runs in the process it was started as, with the heap limits it sets itself',
     () => {
-      // src/main.ts starts `serve` again in the same process (execve) with V8's heap limits.
+      // src/main.ts starts `serve` again in the same process (execve) with V8's heap limits and
+      // malloc's fixed threshold for mapping large blocks.
       const argv = readFileSync(`/proc/${server.proc.pid}/cmdline`, 'utf8').split('\0');
       expect(argv).toContain('--max-semi-space-size=16');
       expect(argv).toContain('--max-old-space-size=1024');
       expect(argv).toContain('serve');
+      const env = readFileSync(`/proc/${server.proc.pid}/environ`, 'utf8').split('\0');
+      expect(env).toContain('MALLOC_MMAP_THRESHOLD_=131072');
     },
   );
 
@@ -155,17 +158,20 @@ describe('touchstone CLI without a server', () => {
   });
 
   it.runIf(process.platform === 'linux')(
-    'leaves a heap limit given in NODE_OPTIONS to it',
+    'leaves a heap limit given in NODE_OPTIONS, and a malloc threshold given, to them',
     async () => {
       const port = await freePort();
       const dir = mkdtempSync(join(tmpdir(), 'touchstone-e2e-'));
       const server = await startServer(['--data-dir', dir, '--listen', `127.0.0.1:${port}`], {
         NODE_OPTIONS: '--max-old-space-size=2048',
+        MALLOC_MMAP_THRESHOLD_: '262144',
       });
       try {
         const argv = readFileSync(`/proc/${server.proc.pid}/cmdline`, 'utf8').split('\0');
         expect(argv).toContain('--max-semi-space-size=16');
         expect(argv.some((arg) => arg.startsWith('--max-old-space-size'))).toBe(false);
+        const env = readFileSync(`/proc/${server.proc.pid}/environ`, 'utf8').split('\0');
+        expect(env).toContain('MALLOC_MMAP_THRESHOLD_=262144');
       } finally {
         server.proc.kill('SIGKILL');
         rmSync(dir, { recursive: true, force: true });
