@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/process.js';
 import { LoopWorker } from '../../core/index.js';
 import { createSqliteBackend, SQLITE_FILE_NAME, withStatementCache } from './backend.js';
-import { waitingForLock, workersWaiting } from './write-turns.js';
+import { releases, waitingForLock, workersWaiting } from './write-turns.js';
 
 describe('the SQLite statement cache', () => {
   const raw = new BetterSqlite3(':memory:');
@@ -89,6 +89,41 @@ describe('the write lock, on the main thread', () => {
   }, 15_000);
 });
 
+describe('the write lock let go', () => {
+  it('is told to the other connections by a commit and by a write outside a transaction, not by a read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-released-'));
+    const db = new Kysely<{ t: { x: number } }>({
+      dialect: createSqliteBackend(dir).kyselyDialect,
+    });
+    try {
+      await sql`create table t (x integer)`.execute(db);
+      let seen = releases();
+      const told = () => {
+        const now = releases();
+        const changed = now !== seen;
+        seen = now;
+        return changed;
+      };
+      // A work queue's claim: an update in a transaction of its own.
+      await sql`update t set x = 1 where x = 0`.execute(db);
+      expect(told()).toBe(true);
+      await db.insertInto('t').values({ x: 1 }).execute();
+      expect(told()).toBe(true);
+      await sql`select x from t`.execute(db);
+      await db.selectFrom('t').selectAll().execute();
+      expect(told()).toBe(false);
+      await db.transaction().execute(async (tx) => {
+        await sql`insert into t (x) values (2)`.execute(tx);
+        expect(told()).toBe(false);
+      });
+      expect(told()).toBe(true);
+    } finally {
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('write turns between the threads of a process', () => {
   it('counts a worker waiting for the lock, which writes once the main thread lets it go', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'touchstone-sqlite-turns-'));
@@ -124,6 +159,9 @@ describe('write turns between the threads of a process', () => {
       }
       const rows = await sql<{ x: number }>`select x from t order by rowid`.execute(db);
       expect(rows.rows.map((r) => r.x)).toEqual([1, 2, 3, 4]);
+      // A worker's commits leave checkpoints to its timer until the WAL is 4,000 pages long.
+      worker.post({ type: 'pages' });
+      await eventually(async () => (messages.includes('pages 4000') ? true : undefined));
     } finally {
       await worker.shutdown();
       await db.destroy();

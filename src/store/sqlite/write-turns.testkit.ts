@@ -1,7 +1,8 @@
 /**
  * Worker entry for backend.test.ts: a connection of its own to `workerData.dir`'s database that
  * inserts `{value}` into `t` in a transaction on `{type: 'write'}` (posting `{type: 'written'}`),
- * as the scoring worker's connection does; stops on `stop`.
+ * as the scoring worker's connection does; answers `{type: 'pages'}` with `{type: 'pages N'}`, its
+ * connection's `wal_autocheckpoint`; stops on `stop`.
  */
 
 import { parentPort, workerData } from 'node:worker_threads';
@@ -23,6 +24,11 @@ port.on('message', async (msg: { type: string; value?: number }) => {
       .transaction()
       .execute((tx) => sql`insert into t (x) values (${msg.value})`.execute(tx));
     port.postMessage({ type: 'written' });
+  } else if (msg.type === 'pages') {
+    const { rows } = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(
+      db,
+    );
+    port.postMessage({ type: `pages ${rows[0]?.wal_autocheckpoint}` });
   }
 });
 port.postMessage({ type: 'ready' });
