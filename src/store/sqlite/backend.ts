@@ -96,7 +96,7 @@ async function whenNotBusy<T>(run: () => Promise<T>, observer?: StoreObserver): 
 const CHECKPOINT_INTERVAL_MS = 100;
 const BACKSTOP_PAGES = 4000;
 
-/** Statements that take no write lock (a statement outside a transaction that may, see below). */
+/** A statement outside a transaction that starts so takes no write lock; any other may. */
 const READS = /^\s*select\b/i;
 
 /**
