@@ -362,7 +362,7 @@ export const ConfigSchema = z
         /**
          * Score in a worker thread of its own (its own store connection) instead of on the thread
          * answering requests, which then also completes traces: fresher results under load, for
-         * about 50–70 MB more memory.
+         * about 35–50 MB more memory.
          */
         worker: z.boolean().default(false),
         /** Traces scored at once per replica (judge stages wait on the network). */

@@ -109,6 +109,7 @@ describe('touchstone serve (real process, embedded SQLite)', () => {
       const argv = readFileSync(`/proc/${server.proc.pid}/cmdline`, 'utf8').split('\0');
       expect(argv).toContain('--max-semi-space-size=16');
       expect(argv).toContain('--max-old-space-size=1024');
+      expect(argv).toContain('--heap-growing-percent=20');
       expect(argv).toContain('serve');
       const env = readFileSync(`/proc/${server.proc.pid}/environ`, 'utf8').split('\0');
       expect(env).toContain('MALLOC_MMAP_THRESHOLD_=131072');
