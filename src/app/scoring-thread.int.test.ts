@@ -169,15 +169,9 @@ describe('ScoringThread fallback', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('scores in its worker by default, and in-process with online.worker false', async () => {
-    expect(loadConfig({ overrides: { data_dir: dataDir } }).online.worker).toBe(true);
+  it('scores in-process unless online.worker is set', async () => {
     const config = loadConfig({
-      overrides: {
-        data_dir: dataDir,
-        listen: '127.0.0.1:0',
-        log_level: 'silent',
-        online: { worker: false },
-      },
+      overrides: { data_dir: dataDir, listen: '127.0.0.1:0', log_level: 'silent' },
     });
     expect(config.online.worker).toBe(false);
     const app = await createApp(config, {
