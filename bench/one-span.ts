@@ -11,7 +11,7 @@
  * does), the server's CPU per trace (all threads, /proc) to complete and to score, and the load
  * average. Rates move with the host's load; CPU per trace is the figure to compare.
  *
- * BENCH_ONE_SPAN_WORKER=1 runs this build with `online.worker: true`.
+ * BENCH_ONE_SPAN_WORKER=0 runs this build with `online.worker: false` (scoring on the main thread).
  *
  * BENCH_CPU_PROFILE=PREFIX writes V8 CPU profiles of each server run (every thread; the main
  * thread's file has thread id 0 in its name) under PREFIX-N, N counting the runs from 1; the
@@ -49,8 +49,8 @@ import { cpuSeconds, fmt, load } from './stats.js';
 const TRACES = Number(process.env.BENCH_ONE_SPAN_TRACES ?? 30_000);
 const ROUNDS = Number(process.env.BENCH_ONE_SPAN_ROUNDS ?? 1);
 const BASELINE = process.env.BENCH_ONE_SPAN_BASELINE;
-/** BENCH_ONE_SPAN_WORKER=1 runs this build with `online.worker: true` (scoring off the main thread). */
-const WORKER = process.env.BENCH_ONE_SPAN_WORKER === '1';
+/** BENCH_ONE_SPAN_WORKER=0 runs this build with `online.worker: false` (scoring on the main thread). */
+const IN_PROCESS = process.env.BENCH_ONE_SPAN_WORKER === '0';
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 let runs = 0;
 const PER_REQUEST = 500;
@@ -229,9 +229,9 @@ export async function main(): Promise<void> {
   // is run with its defaults (a build before the setting refuses it).
   const servers: [string, string, string][] = [
     [
-      WORKER ? 'this build, online.worker' : 'this build',
+      IN_PROCESS ? 'this build, online.worker: false' : 'this build',
       built,
-      `traces:\n  complete_on_arrival: true\n${WORKER ? 'online:\n  worker: true\n' : ''}`,
+      `traces:\n  complete_on_arrival: true\n${IN_PROCESS ? 'online:\n  worker: false\n' : ''}`,
     ],
   ];
   if (BASELINE !== undefined && BASELINE !== '') servers.unshift(['baseline', BASELINE, '']);

@@ -26,8 +26,8 @@
  * Budget (DESIGN §7): freshness p95 ≤ 1 s at steady load (2 cores); server RSS ≤ 300 MB.
  *
  * CPU per trace is printed for the process, its main thread and the online scoring worker (the
- * thread named `ts-scoring`, with BENCH_ONLINE_WORKER=1: `online.worker: true`; "in-process"
- * otherwise, the default). With scoring in that worker (docs/performance.md#scoring-in-its-own-thread-issue-24; compiled, 2 cores at
+ * thread named `ts-scoring`, `online.worker: true`, the default; "in-process" with
+ * BENCH_ONLINE_WORKER=0: `online.worker: false`). With scoring in that worker (docs/performance.md#scoring-in-its-own-thread-issue-24; compiled, 2 cores at
  * load average 3.4–5.5, builds alternated, BENCH_ONLINE_SECONDS=5 BENCH_ONLINE_BURST=2000
  * BENCH_ONLINE_FAST_SECONDS=20 BENCH_ONLINE_BACKLOG=0): main-thread CPU per accepted trace in the
  * fast phase 1.6–1.9 → 0.84–0.90 ms on SQLite (the worker 0.94–1.00 ms), PostgreSQL freshness p95
@@ -64,8 +64,8 @@ const FAST_SECONDS = Number(process.env.BENCH_ONLINE_FAST_SECONDS ?? 10);
 const FAST_TRACES_PER_REQUEST = 10;
 const BACKLOG = process.env.BENCH_ONLINE_BACKLOG !== '0';
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
-/** BENCH_ONLINE_WORKER=1 scores in the server's scoring worker (`online.worker: true`). */
-const WORKER = process.env.BENCH_ONLINE_WORKER === '1';
+/** BENCH_ONLINE_WORKER=0 scores on the server's request thread (`online.worker: false`). */
+const IN_PROCESS = process.env.BENCH_ONLINE_WORKER === '0';
 const POLICIES = ['agent-health', 'travel-loops'] as const;
 
 function policy(name: string, spec: Record<string, unknown>) {
@@ -786,7 +786,7 @@ async function run(label: string, store: string): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-online-'));
   writeFileSync(
     join(dataDir, 'config.yaml'),
-    `log_level: warn\n${store}limits:\n  max_body_bytes: 67108864\ntraces:\n  completion_grace: ${GRACE_MS}ms\n${WORKER ? 'online:\n  worker: true\n' : ''}`,
+    `log_level: warn\n${store}limits:\n  max_body_bytes: 67108864\ntraces:\n  completion_grace: ${GRACE_MS}ms\n${IN_PROCESS ? 'online:\n  worker: false\n' : ''}`,
   );
   const port = await freePort();
   const profileDir =

@@ -145,12 +145,12 @@ async function assemble(
   const judging = buildEvaluation(config, { env, clock, logger, metrics });
   const evaluation = judging.service;
   const plugins = await buildPlugins(config, { registry: evaluation.registry, logger });
-  // With `online.worker`, listen() scores in a worker thread (its own store connection, judge
-  // client, outbox and sinks) so scoring does not take CPU from the thread answering requests, and
-  // that thread completes traces too (no completion worker of its own: one isolate less). An
-  // injected clock (tests) keeps both in-process, driven by tick(). The engine and the completer
-  // are the worker's fallback, and what runs without the setting (the worker's isolate costs
-  // memory: docs/performance.md#one-background-thread).
+  // With `online.worker` (the default), listen() scores in a worker thread (its own store
+  // connection, judge client, outbox and sinks) so scoring does not take CPU from the thread
+  // answering requests, and that thread completes traces too (no completion worker of its own:
+  // one isolate less). An injected clock (tests) keeps both in-process, driven by tick(). The
+  // engine and the completer are the worker's fallback, and what runs with `online.worker: false`
+  // (the worker's isolate costs memory: docs/performance.md#heap-growth-issue-24).
   const scoringWorker = clock === systemClock && config.online.worker && config.online.enabled;
   const ingest = buildIngest(config, {
     ...base,

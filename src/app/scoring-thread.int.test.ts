@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { agentTrace, jsonBody, recordSpans } from '../../test/support/otel.js';
-import { eventually } from '../../test/support/process.js';
+import { eventually, threadsOfThisProcess } from '../../test/support/process.js';
 import { storeVariants } from '../../test/support/stores.js';
 import { OPEN_PRINCIPAL } from '../auth/index.js';
 import { loadConfig } from '../config/index.js';
@@ -133,6 +133,11 @@ describe.each(storeVariants())('ScoringThread on $name', (variant) => {
     );
     expect(inProcess).not.toHaveBeenCalled();
     expect(ticked).not.toHaveBeenCalled();
+    if (process.platform === 'linux') {
+      // The worker yields to the thread answering requests: its own nice value, not the process's.
+      expect(threadsOfThisProcess()).toContainEqual({ name: 'ts-scoring', nice: 10 });
+      expect(getPriority()).toBe(0);
+    }
     await app.close();
     // Stopped within the shutdown order: the store is closed and nothing fell back in-process.
     expect(inProcess).not.toHaveBeenCalled();
@@ -169,9 +174,15 @@ describe('ScoringThread fallback', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('scores in-process unless online.worker is set', async () => {
+  it('scores in its worker by default, and in-process with online.worker false', async () => {
+    expect(loadConfig({ overrides: { data_dir: dataDir } }).online.worker).toBe(true);
     const config = loadConfig({
-      overrides: { data_dir: dataDir, listen: '127.0.0.1:0', log_level: 'silent' },
+      overrides: {
+        data_dir: dataDir,
+        listen: '127.0.0.1:0',
+        log_level: 'silent',
+        online: { worker: false },
+      },
     });
     expect(config.online.worker).toBe(false);
     const app = await createApp(config, {

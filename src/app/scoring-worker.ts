@@ -7,6 +7,7 @@
  * to the main thread in batches; deliveries it writes wake the main thread's webhook dispatcher.
  */
 import { writeFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { destination, pino } from 'pino';
 import { type Component, startAll, stopAll, systemClock } from '../core/index.js';
@@ -35,9 +36,14 @@ try {
 } catch {
   // Not Linux, or not permitted: the thread keeps its inherited name.
 }
-// Unlike the completion worker, this thread keeps the process's priority: at nice 10 it accepted
-// no more traces and scored no sooner (docs/performance.md), and freshness is its budget. The
-// completion it runs too is mostly what no request completed on arrival, and feeds this engine.
+// Background work, like the completion worker: acknowledging what arrives comes first. At the
+// process's priority this thread slowed the request thread by a fifth in multi-span ingest; at
+// nice 10 it scored as soon (docs/performance.md, "The scoring worker's priority").
+try {
+  setPriority(10);
+} catch {
+  // Not permitted or not supported here: scoring simply competes as an equal.
+}
 
 const data = workerData as ScoringWorkerData;
 const port = parentPort;

@@ -1,22 +1,14 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { eventually } from '../../test/support/process.js';
+import { eventually, threadsOfThisProcess } from '../../test/support/process.js';
 import { type Span, systemClock } from '../core/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { CompleterThread } from './completer-thread.js';
 import { TraceCompleter } from './pipeline.js';
 
 const T = 'c'.repeat(32);
-
-/** The nice value of each thread of this process (Linux: field 19 of /proc/self/task/N/stat). */
-function threadNices(): number[] {
-  return readdirSync('/proc/self/task').map((tid) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  });
-}
 
 function span(spanId: string, parent: string, at: number): Span {
   return {
@@ -97,7 +89,7 @@ describe('CompleterThread (SQLite)', () => {
       expect(await store.traces.countOpen()).toBe(0);
       if (process.platform === 'linux') {
         // The worker yields to the thread answering requests: its own nice value, not the process's.
-        expect(threadNices()).toContain(10);
+        expect(threadsOfThisProcess().map((t) => t.nice)).toContain(10);
         expect(getPriority()).toBe(0);
       }
     } finally {

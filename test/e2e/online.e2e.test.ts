@@ -411,7 +411,7 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
   () => {
     let dir = '';
     let configFile = '';
-    /** The same, scoring in the worker thread (`online.worker`): one process scores so. */
+    /** The same, scoring in the worker thread (`online.worker`, the default): one process scores so. */
     let workerConfigFile = '';
     const schema = `ts_e2e_${randomBytes(6).toString('hex')}`;
     let admin: pg.Client;
@@ -440,7 +440,7 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
           '  visibility_timeout: 3s',
           '  poll_interval: 100ms',
           '  batch_size: 8',
-          ...(worker ? ['  worker: true'] : []),
+          `  worker: ${worker}`,
           'webhooks:',
           '  timeout: 2s',
           "  allow_hosts: ['127.0.0.1']",

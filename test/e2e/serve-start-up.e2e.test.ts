@@ -98,8 +98,8 @@ const all = (edges: Map<string, Set<string>>) => [
 ];
 
 describe('serve at start', () => {
-  it('the default: loads nothing on demand, and the completion thread only what completes traces', async () => {
-    const edges = await importsOf('default', '');
+  it('with online.worker false: loads nothing on demand, and the completion thread only what completes traces', async () => {
+    const edges = await importsOf('in-process', 'online:\n  worker: false\n');
     expect(all(edges).length).toBeGreaterThan(500);
     expect(all(edges).filter((u) => ON_DEMAND.test(u))).toEqual([]);
     const completer = reachable(edges, /\/ingest\/completer-worker\.(ts|js)$/);
@@ -113,8 +113,8 @@ describe('serve at start', () => {
     ).toEqual([]);
   }, 180_000);
 
-  it('with online.worker: the scoring thread loads nothing on demand either', async () => {
-    const edges = await importsOf('worker', 'online:\n  enabled: true\n  worker: true\n');
+  it('the default (a scoring worker): the scoring thread loads nothing on demand either', async () => {
+    const edges = await importsOf('default', '');
     expect(reachable(edges, /\/app\/scoring-worker\.(ts|js)$/).length).toBeGreaterThan(100);
     expect(all(edges).filter((u) => ON_DEMAND.test(u))).toEqual([]);
   }, 180_000);

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -155,6 +155,15 @@ export async function startServer(
     await new Promise((r) => setTimeout(r, 50));
   }
   return { proc, output: () => out, exited };
+}
+
+/** This process's threads (Linux): each one's name and nice value (/proc/self/task/N/stat). */
+export function threadsOfThisProcess(): { name: string; nice: number }[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    return { name, nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+  });
 }
 
 /** Polls until `check` returns a value (not undefined) or the deadline passes. */
