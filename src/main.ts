@@ -36,7 +36,7 @@ const SERVE_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
 
 // The limits are fixed when V8 starts (and malloc's when the process does), so `serve` starts
 // again in the same process (execve: same pid, nothing left of this one) with those not already
-// given.
+// given. `process.execve` came with Node 22.15, the oldest the package supports (engines).
 if (process.argv[2] === 'serve' && process.platform !== 'win32' && process.execve !== undefined) {
   const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
   const missing = SERVE_HEAP_FLAGS.filter((flag) => {
