@@ -7,10 +7,15 @@
  * to the main thread in batches; deliveries it writes wake the main thread's webhook dispatcher.
  */
 import { writeFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { destination, pino } from 'pino';
-import { type Component, startAll, stopAll, systemClock } from '../core/index.js';
+import {
+  type Component,
+  lowerThisThreadsPriority,
+  startAll,
+  stopAll,
+  systemClock,
+} from '../core/index.js';
 import { normalizeStoredTrace, TraceCompleter } from '../ingest/index.js';
 import { resultSinks, SourceDirectory } from '../sources/index.js';
 import { openStore } from '../store/index.js';
@@ -36,14 +41,9 @@ try {
 } catch {
   // Not Linux, or not permitted: the thread keeps its inherited name.
 }
-// Background work, like the completion worker: acknowledging what arrives comes first. At the
-// process's priority this thread slowed the request thread by a fifth in multi-span ingest; at
-// nice 10 it scored as soon (docs/performance.md, "The scoring worker's priority").
-try {
-  setPriority(10);
-} catch {
-  // Not permitted or not supported here: scoring simply competes as an equal.
-}
+// At the process's priority this thread slowed the request thread by a fifth in multi-span
+// ingest; at nice 10 it scored as soon (docs/performance.md, "The scoring worker's priority").
+lowerThisThreadsPriority();
 
 const data = workerData as ScoringWorkerData;
 const port = parentPort;

@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { type ResourceLimits, Worker } from 'node:worker_threads';
 
@@ -25,6 +26,23 @@ export interface LoopWorkerOptions<FromWorker> {
 }
 
 const STOP_TIMEOUT_MS = 10_000;
+
+/** The nice value of a loop worker's thread. */
+const BACKGROUND_NICE = 10;
+
+/**
+ * Called by a loop worker's entry: its work is background work, so on a busy machine the thread
+ * answering requests comes first and the worker gets what it leaves (Linux nice values are per
+ * thread; `setPriority` with no pid names the calling one). Where that is not permitted or not
+ * supported the worker simply competes as an equal.
+ */
+export function lowerThisThreadsPriority(): void {
+  try {
+    setPriority(BACKGROUND_NICE);
+  } catch {
+    // Not permitted or not supported here.
+  }
+}
 
 /**
  * A background loop run in a worker thread, the in-process loop as its fallback. The worker
