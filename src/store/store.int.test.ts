@@ -1231,6 +1231,57 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')('store on PostgreSQL', ()
       }
     });
 
+    it('compresses large values with lz4 when the server has it, pglz otherwise', async () => {
+      const target = await pgHarness(baseUrl).fresh();
+      try {
+        const store = await target.open(new FakeClock());
+        // Incompressible text would be stored as is; repeated text of 8 KB is compressed.
+        const big = 'the model answered at length. '.repeat(300);
+        const traceId = 'c'.repeat(32);
+        await store.withTransaction((tx) =>
+          tx.traces.appendSpans(
+            [
+              {
+                project: 'p',
+                traceId,
+                labels: {},
+                source: '',
+                spans: [
+                  {
+                    traceId,
+                    spanId: 'd'.repeat(16),
+                    parentSpanId: '',
+                    name: 'root',
+                    kind: 1,
+                    startTimeUnixNano: '1700000000000000000',
+                    endTimeUnixNano: '1700000000005000000',
+                    attributes: { 'gen_ai.completion': big },
+                    events: [],
+                    links: [],
+                    status: { code: 0, message: '' },
+                    resource: { 'service.name': 'svc' },
+                    scope: { name: 's', version: '1' },
+                  },
+                ],
+              },
+            ],
+            1_700_000_000_000,
+          ),
+        );
+        const [settings] = await target.query(
+          "select enumvals from pg_settings where name = 'default_toast_compression'",
+        );
+        const [stored] = await target.query(
+          'select pg_column_compression(spans) as method from span_chunks',
+        );
+        const lz4 = ((settings?.enumvals ?? []) as string[]).includes('lz4');
+        expect(stored?.method).toBe(lz4 ? 'lz4' : 'pglz');
+        await store.close();
+      } finally {
+        await target.cleanup();
+      }
+    });
+
     it('reports a wrong password as STORE_UNAVAILABLE without the password', async () => {
       const url = new URL(baseUrl);
       url.password = 'wrong-pw-QQQ';
