@@ -24,7 +24,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
@@ -37,7 +37,7 @@ import { buildServer, completionTail, startBuiltServer } from './built-server.js
 import { mlflowIngest } from './peers/mlflow.js';
 import { countSpans, phoenixIngest } from './peers/phoenix.js';
 import { type IngestFigures, postBodies, storedAtAnswer } from './peers/post.js';
-import { cpuSeconds, fmt, load, percentile } from './stats.js';
+import { cpuSeconds, fmt, load, percentile, processesCpuSeconds } from './stats.js';
 
 const TOTAL_SPANS = Number(process.env.BENCH_SPANS ?? 400_000);
 const TRACES_PER_REQUEST = 50;
@@ -47,7 +47,10 @@ const PEER_ROUNDS = Number(process.env.BENCH_PEER_ROUNDS ?? 1);
 const IN_FLIGHT = 4;
 const SECRETS_ROUNDS = Number(process.env.BENCH_SECRETS_ROUNDS ?? 3);
 const PII = ['email', 'us-ssn', 'credit-card', 'phone'];
-/** Writes a V8 CPU profile of the timed section (main thread) to this path prefix when set. */
+/**
+ * A path prefix: the in-process runs write a V8 CPU profile of their timed section (main thread),
+ * the compiled server one per thread into `PREFIX-server-N/`.
+ */
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 
 async function profiled<T>(path: string | undefined, fn: () => Promise<T>): Promise<T> {
@@ -229,6 +232,8 @@ async function run(
     let failures = 0;
     const cpu0 = process.cpuUsage();
     const main0 = cpuSeconds(process.pid, process.pid);
+    const db0 =
+      DB_PROCESS[label] === undefined ? undefined : processesCpuSeconds(DB_PROCESS[label]);
     const t0 = performance.now();
     const profilePath =
       CPU_PROFILE === undefined ? undefined : `${CPU_PROFILE}-${label}.cpuprofile`;
@@ -256,10 +261,12 @@ async function run(
     const cpu = process.cpuUsage(cpu0);
     const cpuMsPer1k = ((cpu.user + cpu.system) / 1000 / spanCount) * 1000;
     const mainMsPer1k = ((cpuSeconds(process.pid, process.pid) - main0) * 1e6) / spanCount;
+    const db1 = db0 === undefined ? undefined : processesCpuSeconds(DB_PROCESS[label] ?? '');
     console.log(
       `${label}: ${spanCount} spans (${fmt(mb, 1)} MB protobuf, ${requests} requests of ${payload.spansPerBody} spans, ${IN_FLIGHT} in flight): ` +
         `${fmt(spanCount / secs, 0)} spans/s stored, request p50 ${fmt(percentile(latencies, 50), 1)} ms, p95 ${fmt(percentile(latencies, 95), 1)} ms, ` +
         `CPU ${fmt(cpuMsPer1k, 1)} ms per 1k spans (main thread, client included, ${fmt(mainMsPer1k, 1)})` +
+        `${db0 === undefined || db1 === undefined ? '' : `, database server ${fmt(((db1 - db0) * 1e6) / spanCount, 1)} µs per span (its processes on this machine)`}` +
         `${failures > 0 ? `, FAILED requests: ${failures}` : ''}; RSS ${fmt(process.memoryUsage().rss / 1e6, 0)} MB; ` +
         `load average ${load()}`,
     );
@@ -302,8 +309,13 @@ interface TouchstoneProcess {
   base: string;
   pid: number;
   dataDir: string;
-  stop(): void;
+  stop(): Promise<void>;
 }
+
+let serverRuns = 0;
+
+/** The process name of a database server run beside the bench, by run label. */
+const DB_PROCESS: Record<string, string> = { PostgreSQL: 'postgres' };
 
 /** The compiled `touchstone serve` (SQLite, redaction as in-process) in a fresh data dir. */
 async function startTouchstone(main: string): Promise<TouchstoneProcess> {
@@ -313,13 +325,27 @@ async function startTouchstone(main: string): Promise<TouchstoneProcess> {
     'log_level: warn\nlimits:\n  max_body_bytes: 67108864\ntraces:\n  redaction:\n    pii: [email, us-ssn, credit-card, phone]\n',
   );
   const port = await freePort();
-  const proc = await startBuiltServer(main, serveArgs(dataDir, port, join(dataDir, 'config.yaml')));
+  // Profiled, every thread of the server writes a V8 CPU profile as it exits (a graceful stop).
+  const profile =
+    CPU_PROFILE === undefined || CPU_PROFILE === ''
+      ? []
+      : ['--cpu-prof', `--cpu-prof-dir=${resolve(`${CPU_PROFILE}-server-${++serverRuns}`)}`];
+  const proc = await startBuiltServer(
+    main,
+    serveArgs(dataDir, port, join(dataDir, 'config.yaml')),
+    undefined,
+    profile,
+  );
   return {
     base: `http://127.0.0.1:${port}`,
     pid: proc.pid as number,
     dataDir,
-    stop: () => {
-      proc.kill('SIGKILL');
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise((r) => proc.once('exit', r));
+        proc.kill(profile.length > 0 ? 'SIGTERM' : 'SIGKILL');
+        await exited;
+      }
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -369,7 +395,7 @@ async function runServerProcess(payload: Payload, main: string): Promise<void> {
         `every trace complete ${fmt(tail, 1)} s after the last answer; load average ${load()}`,
     );
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
 
@@ -391,7 +417,7 @@ async function touchstoneIngest(
       completionSeconds: await completionTail(server.base),
     };
   } finally {
-    server.stop();
+    await server.stop();
   }
 }
 

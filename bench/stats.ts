@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
 /** Percentile of a sample (nearest rank). */
@@ -49,6 +49,33 @@ export function cpuSeconds(pid: number, tid?: number): number {
   );
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
+/**
+ * CPU seconds of every process on this machine named `comm` (a database server's processes), with
+ * what their exited children used; undefined when there is none (a server elsewhere, or no /proc).
+ */
+export function processesCpuSeconds(comm: string): number | undefined {
+  let total: number | undefined;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    total =
+      (total ?? 0) + (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / USER_HZ;
+  }
+  return total;
 }
 
 /** Clock ticks per second of /proc's CPU times on Linux. */
