@@ -2,9 +2,10 @@
  * OTLP ingest over HTTP with protobuf bodies, redaction on (defaults, so every secret detector, +
  * every PII detector), into SQLite and (when TOUCHSTONE_TEST_PG or TOUCHSTONE_BENCH_PG is set)
  * PostgreSQL. Prints spans/s stored (the answer comes only after the spans are durable), p95
- * request latency and CPU per span; then the same on SQLite against the compiled server in its own
- * process: spans/s, its CPU per span (main thread, all threads), its peak RSS and how long after
- * the last answer every trace was complete. CPU per span is
+ * request latency and CPU per span; then the same against the compiled server in its own process,
+ * on SQLite and on PostgreSQL: spans/s, its CPU per span (main thread, all threads), its peak RSS
+ * and how long after the last answer every trace was complete; a PostgreSQL server on this machine
+ * also gets its CPU per span printed, and each PostgreSQL run a schema of its own. CPU per span is
  * the figure to compare on a shared machine: spans/s moves with the load average, which every
  * line prints. Then the cost of the secret detectors: SQLite runs with them off and on,
  * alternately (BENCH_SECRETS_ROUNDS pairs, default 3; 0 skips), compared by their medians.
@@ -21,12 +22,14 @@
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { pino } from 'pino';
 import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
@@ -314,15 +317,24 @@ interface TouchstoneProcess {
 
 let serverRuns = 0;
 
+/**
+ * Node options for the compiled server (BENCH_SERVER_NODE_ARGS, split at spaces): V8's heap flags
+ * given here replace those `serve` sets for itself (src/main.ts), to measure them.
+ */
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 /** The process name of a database server run beside the bench, by run label. */
 const DB_PROCESS: Record<string, string> = { PostgreSQL: 'postgres' };
 
-/** The compiled `touchstone serve` (SQLite, redaction as in-process) in a fresh data dir. */
-async function startTouchstone(main: string): Promise<TouchstoneProcess> {
+/**
+ * The compiled `touchstone serve` (redaction as in-process) in a fresh data dir: on its SQLite, or
+ * on the store `storeConfig` (YAML lines) names.
+ */
+async function startTouchstone(main: string, storeConfig = ''): Promise<TouchstoneProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-proc-'));
   writeFileSync(
     join(dataDir, 'config.yaml'),
-    'log_level: warn\nlimits:\n  max_body_bytes: 67108864\ntraces:\n  redaction:\n    pii: [email, us-ssn, credit-card, phone]\n',
+    `log_level: warn\nlimits:\n  max_body_bytes: 67108864\ntraces:\n  redaction:\n    pii: [email, us-ssn, credit-card, phone]\n${storeConfig}`,
   );
   const port = await freePort();
   // Profiled, every thread of the server writes a V8 CPU profile as it exits (a graceful stop).
@@ -334,7 +346,7 @@ async function startTouchstone(main: string): Promise<TouchstoneProcess> {
     main,
     serveArgs(dataDir, port, join(dataDir, 'config.yaml')),
     undefined,
-    profile,
+    [...SERVER_NODE_ARGS, ...profile],
   );
   return {
     base: `http://127.0.0.1:${port}`,
@@ -351,32 +363,84 @@ async function startTouchstone(main: string): Promise<TouchstoneProcess> {
   };
 }
 
-/**
- * Spans in the server's SQLite database, read back from the file while it runs: the entries of
- * every span chunk (the bench's spans have no detached events, the other kind of entry of a
- * format-1 chunk), or the `s` array of a format-2 chunk (a JSON object; store/chunk-format.ts).
- */
-function storedSpansIn(dataDir: string): number {
-  const db = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
-  try {
-    const row = db
-      .prepare(
-        `select coalesce(sum(json_array_length(spans,
-           case json_type(spans) when 'object' then '$.s' else '$' end)), 0) as n from span_chunks`,
-      )
-      .get() as { n: number };
-    return row.n;
-  } finally {
-    db.close();
-  }
+/** Spans in a format-1 chunk (a JSON array of entries) or a format-2 one (an object; `s`). */
+const STORED_SPANS = `case json_type(spans) when 'object' then '$.s' else '$' end`;
+
+/** Where the separate server stores: its config, and the spans found there. */
+interface ServerStore {
+  label: string;
+  /** YAML lines of the server's config (none: SQLite in its data dir). */
+  config: string;
+  /** The process name of its database server on this machine (CPU per span printed). */
+  dbProcess?: string;
+  storedSpans(dataDir: string): Promise<number>;
+  dispose(): Promise<void>;
 }
 
-/** The real `touchstone serve` process (SQLite), so its CPU and memory are measured apart from the client. */
-async function runServerProcess(payload: Payload, main: string): Promise<void> {
-  const server = await startTouchstone(main);
+/**
+ * The server's SQLite database, read back from the file while it runs: the entries of every span
+ * chunk (the bench's spans have no detached events, the other kind of entry of a format-1 chunk),
+ * or the `s` array of a format-2 chunk (a JSON object; store/chunk-format.ts).
+ */
+const sqliteServerStore: ServerStore = {
+  label: 'SQLite',
+  config: '',
+  async storedSpans(dataDir) {
+    const db = new Database(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+    try {
+      const row = db
+        .prepare(
+          `select coalesce(sum(json_array_length(spans, ${STORED_SPANS})), 0) as n from span_chunks`,
+        )
+        .get() as { n: number };
+      return row.n;
+    } finally {
+      db.close();
+    }
+  },
+  dispose: async () => undefined,
+};
+
+/**
+ * A new schema on the PostgreSQL server at `url` for one run (`scoped` selects it), so that no run
+ * meets another's rows; dropped after the run.
+ */
+async function freshPostgresSchema(url: string): Promise<{ scoped: string; store: ServerStore }> {
+  const schema = `ts_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  const scoped = new URL(url);
+  scoped.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    scoped: scoped.toString(),
+    store: {
+      label: 'PostgreSQL',
+      config: `store:\n  driver: postgres\n  url: '${scoped.toString()}'\n`,
+      dbProcess: 'postgres',
+      async storedSpans() {
+        const { rows } = await admin.query<{ n: string }>(
+          `select coalesce(sum(case when json_typeof(spans::json) = 'object'
+             then json_array_length(spans::json -> 's') else json_array_length(spans::json) end), 0) as n
+           from ${schema}.span_chunks`,
+        );
+        return Number(rows[0]?.n ?? 0);
+      },
+      async dispose() {
+        await admin.query(`drop schema ${schema} cascade`);
+        await admin.end();
+      },
+    },
+  };
+}
+
+/** The real `touchstone serve` process, so its CPU and memory are measured apart from the client. */
+async function runServerProcess(payload: Payload, main: string, store: ServerStore): Promise<void> {
+  const server = await startTouchstone(main, store.config);
   try {
     const main0 = cpuSeconds(server.pid, server.pid);
     const all0 = cpuSeconds(server.pid);
+    const db0 = store.dbProcess === undefined ? undefined : processesCpuSeconds(store.dbProcess);
     const posted = await postBodies(`${server.base}/v1/traces`, payload.bodies, {
       inFlight: IN_FLIGHT,
     });
@@ -384,18 +448,21 @@ async function runServerProcess(payload: Payload, main: string): Promise<void> {
     const perSpan = (seconds: number) => fmt((seconds * 1e6) / spans, 1);
     const mainCpu = perSpan(cpuSeconds(server.pid, server.pid) - main0);
     const allCpu = perSpan(cpuSeconds(server.pid) - all0);
-    const stored = storedSpansIn(server.dataDir);
+    const db1 = store.dbProcess === undefined ? undefined : processesCpuSeconds(store.dbProcess);
+    const stored = await store.storedSpans(server.dataDir);
     const tail = await completionTail(server.base);
     await settled(server.pid, 120_000);
     console.log(
-      `SQLite, separate server process: ${fmt(stored / posted.seconds, 0)} spans/s stored (${stored} of ${spans} read back from its database); ` +
+      `${store.label}, separate server process: ${fmt(stored / posted.seconds, 0)} spans/s stored (${stored} of ${spans} read back from its database); ` +
         `server CPU per span ${mainCpu} µs on the main thread, ` +
-        `${allCpu} µs all threads while ingesting, ${perSpan(cpuSeconds(server.pid) - all0)} µs including the rest of trace completion; ` +
+        `${allCpu} µs all threads while ingesting, ${perSpan(cpuSeconds(server.pid) - all0)} µs including the rest of trace completion` +
+        `${db0 === undefined || db1 === undefined ? '' : `, database server ${perSpan(db1 - db0)} µs while ingesting (its processes on this machine)`}; ` +
         `server peak RSS ${fmt(peakRssMb(server.pid), 0)} MB (budget ≤ 300 MB); ` +
         `every trace complete ${fmt(tail, 1)} s after the last answer; load average ${load()}`,
     );
   } finally {
     await server.stop();
+    await store.dispose();
   }
 }
 
@@ -411,7 +478,7 @@ async function touchstoneIngest(
     await postBodies(url, [warmUp], { inFlight: 1 });
     const spans = bodies.reduce((n, b) => n + countSpans(b), 0);
     const posted = await postBodies(url, bodies, { inFlight: IN_FLIGHT });
-    const stored = storedSpansIn(server.dataDir) - countSpans(warmUp);
+    const stored = (await sqliteServerStore.storedSpans(server.dataDir)) - countSpans(warmUp);
     return {
       ...storedAtAnswer(posted, spans, stored),
       completionSeconds: await completionTail(server.base),
@@ -555,13 +622,22 @@ export async function main(): Promise<void> {
     console.log('compiled server: skipped (tsc emitted no bench/out/server/main.js)');
   if (!peersOnly) {
     await run('SQLite', { driver: 'sqlite' }, payload);
-    if (server !== undefined) await runServerProcess(payload, server);
-    const pg = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
-    if (pg === undefined)
+    if (server !== undefined) await runServerProcess(payload, server, sqliteServerStore);
+    const pgUrl = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
+    if (pgUrl === undefined)
       console.log(
-        'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL of an empty database)',
+        'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL; each run gets a schema of its own)',
       );
-    else await run('PostgreSQL', { driver: 'postgres', url: pg }, payload);
+    else {
+      const inProcess = await freshPostgresSchema(pgUrl);
+      try {
+        await run('PostgreSQL', { driver: 'postgres', url: inProcess.scoped }, payload);
+      } finally {
+        await inProcess.store.dispose();
+      }
+      if (server !== undefined)
+        await runServerProcess(payload, server, (await freshPostgresSchema(pgUrl)).store);
+    }
     if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
   }
   if (server !== undefined && !process.argv.includes('--no-peers')) {
