@@ -22,20 +22,19 @@
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { context, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { pino } from 'pino';
 import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { SQLITE_FILE_NAME } from '../src/store/index.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { freePort, serveArgs } from '../test/support/process.js';
+import { freshPgSchema } from '../test/support/stores.js';
 import { buildServer, completionTail, startBuiltServer } from './built-server.js';
 import { mlflowIngest } from './peers/mlflow.js';
 import { countSpans, phoenixIngest } from './peers/phoenix.js';
@@ -406,30 +405,22 @@ const sqliteServerStore: ServerStore = {
  * meets another's rows; dropped after the run.
  */
 async function freshPostgresSchema(url: string): Promise<{ scoped: string; store: ServerStore }> {
-  const schema = `ts_bench_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  const scoped = new URL(url);
-  scoped.searchParams.set('options', `-c search_path=${schema}`);
+  const schema = await freshPgSchema(url);
   return {
-    scoped: scoped.toString(),
+    scoped: schema.url,
     store: {
       label: 'PostgreSQL',
-      config: `store:\n  driver: postgres\n  url: '${scoped.toString()}'\n`,
+      config: `store:\n  driver: postgres\n  url: '${schema.url}'\n`,
       dbProcess: 'postgres',
       async storedSpans() {
-        const { rows } = await admin.query<{ n: string }>(
+        const { rows } = await schema.admin.query<{ n: string }>(
           `select coalesce(sum(case when json_typeof(spans::json) = 'object'
              then json_array_length(spans::json -> 's') else json_array_length(spans::json) end), 0) as n
-           from ${schema}.span_chunks`,
+           from ${schema.name}.span_chunks`,
         );
         return Number(rows[0]?.n ?? 0);
       },
-      async dispose() {
-        await admin.query(`drop schema ${schema} cascade`);
-        await admin.end();
-      },
+      dispose: () => schema.drop(),
     },
   };
 }
