@@ -427,7 +427,10 @@ async function freshPostgresSchema(url: string): Promise<{ scoped: string; store
 
 /** The real `touchstone serve` process, so its CPU and memory are measured apart from the client. */
 async function runServerProcess(payload: Payload, main: string, store: ServerStore): Promise<void> {
-  const server = await startTouchstone(main, store.config);
+  const server = await startTouchstone(main, store.config).catch(async (err: unknown) => {
+    await store.dispose();
+    throw err;
+  });
   try {
     const main0 = cpuSeconds(server.pid, server.pid);
     const all0 = cpuSeconds(server.pid);

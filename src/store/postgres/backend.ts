@@ -15,8 +15,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Asked of each pooled session before its first query: large values (span chunks, trace records)
- * are compressed with lz4 instead of PostgreSQL's default pglz, which costs the server a fifth to
- * a third more CPU per stored span (docs/performance.md, "Compression of large values on
+ * are compressed with lz4 instead of PostgreSQL's default pglz, for about a third less of the
+ * server's CPU per stored span (docs/performance.md, "Compression of large values on
  * PostgreSQL"). A server built without lz4, or older than 14, refuses the setting and keeps pglz;
  * a column given its own COMPRESSION keeps it. Values stored before keep the method they were
  * written with: each value records its own.
