@@ -198,13 +198,15 @@ interface RunOptions {
   secrets?: boolean;
   /** Wait for (and report) trace completion after the last answer (default true). */
   completion?: boolean;
+  /** The process name of the database server beside the bench (its CPU per span printed). */
+  dbProcess?: string | undefined;
 }
 
 async function run(
   label: string,
   store: Record<string, unknown>,
   payload: Payload,
-  { secrets = true, completion = true }: RunOptions = {},
+  { secrets = true, completion = true, dbProcess }: RunOptions = {},
 ): Promise<Measured> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-ingest-'));
   const config = loadConfig({
@@ -234,8 +236,7 @@ async function run(
     let failures = 0;
     const cpu0 = process.cpuUsage();
     const main0 = cpuSeconds(process.pid, process.pid);
-    const db0 =
-      DB_PROCESS[label] === undefined ? undefined : processesCpuSeconds(DB_PROCESS[label]);
+    const db0 = processesCpuSeconds(dbProcess);
     const t0 = performance.now();
     const profilePath =
       CPU_PROFILE === undefined ? undefined : `${CPU_PROFILE}-${label}.cpuprofile`;
@@ -263,7 +264,7 @@ async function run(
     const cpu = process.cpuUsage(cpu0);
     const cpuMsPer1k = ((cpu.user + cpu.system) / 1000 / spanCount) * 1000;
     const mainMsPer1k = ((cpuSeconds(process.pid, process.pid) - main0) * 1e6) / spanCount;
-    const db1 = db0 === undefined ? undefined : processesCpuSeconds(DB_PROCESS[label] ?? '');
+    const db1 = processesCpuSeconds(dbProcess);
     console.log(
       `${label}: ${spanCount} spans (${fmt(mb, 1)} MB protobuf, ${requests} requests of ${payload.spansPerBody} spans, ${IN_FLIGHT} in flight): ` +
         `${fmt(spanCount / secs, 0)} spans/s stored, request p50 ${fmt(percentile(latencies, 50), 1)} ms, p95 ${fmt(percentile(latencies, 95), 1)} ms, ` +
@@ -321,9 +322,6 @@ let serverRuns = 0;
  * given here replace those `serve` sets for itself (src/main.ts), to measure them.
  */
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-
-/** The process name of a database server run beside the bench, by run label. */
-const DB_PROCESS: Record<string, string> = { PostgreSQL: 'postgres' };
 
 /**
  * The compiled `touchstone serve` (redaction as in-process) in a fresh data dir: on its SQLite, or
@@ -434,7 +432,7 @@ async function runServerProcess(payload: Payload, main: string, store: ServerSto
   try {
     const main0 = cpuSeconds(server.pid, server.pid);
     const all0 = cpuSeconds(server.pid);
-    const db0 = store.dbProcess === undefined ? undefined : processesCpuSeconds(store.dbProcess);
+    const db0 = processesCpuSeconds(store.dbProcess);
     const posted = await postBodies(`${server.base}/v1/traces`, payload.bodies, {
       inFlight: IN_FLIGHT,
     });
@@ -442,7 +440,7 @@ async function runServerProcess(payload: Payload, main: string, store: ServerSto
     const perSpan = (seconds: number) => fmt((seconds * 1e6) / spans, 1);
     const mainCpu = perSpan(cpuSeconds(server.pid, server.pid) - main0);
     const allCpu = perSpan(cpuSeconds(server.pid) - all0);
-    const db1 = store.dbProcess === undefined ? undefined : processesCpuSeconds(store.dbProcess);
+    const db1 = processesCpuSeconds(store.dbProcess);
     const stored = await store.storedSpans(server.dataDir);
     const tail = await completionTail(server.base);
     await settled(server.pid, 120_000);
@@ -625,7 +623,9 @@ export async function main(): Promise<void> {
     else {
       const inProcess = await freshPostgresSchema(pgUrl);
       try {
-        await run('PostgreSQL', { driver: 'postgres', url: inProcess.scoped }, payload);
+        await run('PostgreSQL', { driver: 'postgres', url: inProcess.scoped }, payload, {
+          dbProcess: inProcess.store.dbProcess,
+        });
       } finally {
         await inProcess.store.dispose();
       }

@@ -53,9 +53,11 @@ export function cpuSeconds(pid: number, tid?: number): number {
 
 /**
  * CPU seconds of every process on this machine named `comm` (a database server's processes), with
- * what their exited children used; undefined when there is none (a server elsewhere, or no /proc).
+ * what their exited children used; undefined when there is none (a server elsewhere, or no /proc)
+ * or no name is given.
  */
-export function processesCpuSeconds(comm: string): number | undefined {
+export function processesCpuSeconds(comm: string | undefined): number | undefined {
+  if (comm === undefined) return undefined;
   let total: number | undefined;
   let pids: string[];
   try {
