@@ -376,7 +376,7 @@ interface ServerStore {
 
 /**
  * The server's SQLite database, read back from the file while it runs: the entries of every span
- * chunk (the bench's spans have no detached events, the other kind of entry of a format-1 chunk),
+ * chunk (`span_chunks` rows, and whole traces' `traces.spans`) (the bench's spans have no detached events, the other kind of entry of a format-1 chunk),
  * or the `s` array of a format-2 chunk (a JSON object; store/chunk-format.ts).
  */
 const sqliteServerStore: ServerStore = {
@@ -387,7 +387,8 @@ const sqliteServerStore: ServerStore = {
     try {
       const row = db
         .prepare(
-          `select coalesce(sum(json_array_length(spans, ${STORED_SPANS})), 0) as n from span_chunks`,
+          `select coalesce(sum(json_array_length(spans, ${STORED_SPANS})), 0) as n from
+             (select spans from span_chunks union all select spans from traces where spans is not null)`,
         )
         .get() as { n: number };
       return row.n;
@@ -414,7 +415,8 @@ async function freshPostgresSchema(url: string): Promise<{ scoped: string; store
         const { rows } = await schema.admin.query<{ n: string }>(
           `select coalesce(sum(case when json_typeof(spans::json) = 'object'
              then json_array_length(spans::json -> 's') else json_array_length(spans::json) end), 0) as n
-           from ${schema.name}.span_chunks`,
+           from (select spans from ${schema.name}.span_chunks
+             union all select spans from ${schema.name}.traces where spans is not null) c`,
         );
         return Number(rows[0]?.n ?? 0);
       },

@@ -71,6 +71,13 @@ export interface TracesTable {
   scored_at: Generated<number | null>;
   /** JSON of the record's token usage (latency left out); null before it was recorded. */
   usage: Generated<string | null>;
+  /**
+   * The chunk text of the spans a whole trace arrived with (migration 22), read before its
+   * `span_chunks` rows; null when its spans are all in `span_chunks`.
+   */
+  spans: Generated<string | null>;
+  /** The format of `spans` (store/chunk-format.ts); null with it. */
+  spans_format: Generated<number | null>;
 }
 
 /** One label of a completed trace (kept by triggers on `traces`: migration 14). */

@@ -915,6 +915,52 @@ function storeContract(harness: Harness): void {
       expect((await store.traces.get('p', W))?.root).toEqual({ attributes: {}, resource: large });
     });
 
+    it("keeps a whole trace's spans in its own row; spans that reach it later are read after them", async () => {
+      const U = 'b'.repeat(32);
+      const root = span(T, '1'.repeat(16));
+      const batch = (traceId: string, spans: Span[], whole?: SpanBatch['whole']): SpanBatch => ({
+        project: 'p',
+        traceId,
+        spans,
+        labels: {},
+        source: '',
+        ...(whole === undefined ? {} : { whole }),
+      });
+      await store.traces.appendSpans(
+        [
+          batch(T, [root], { trace: normalized('w'), digest: 'dw' }),
+          batch(U, [span(U, '1'.repeat(16))]),
+        ],
+        T0,
+      );
+      // No chunk row of its own for the whole trace; the open one's spans are a chunk as before.
+      expect(await target.query('select trace_id from span_chunks')).toEqual([{ trace_id: U }]);
+      expect(await target.query('select trace_id from traces where spans is not null')).toEqual([
+        { trace_id: T },
+      ]);
+      expect(
+        await store.traces.spansOf([
+          { project: 'p', traceId: T },
+          { project: 'p', traceId: U },
+        ]),
+      ).toEqual([[root], [span(U, '1'.repeat(16))]]);
+
+      // Sent again with its root renamed and a child: re-opened, the new copy replaces the first.
+      const renamed = { ...root, name: 'renamed' };
+      const child = span(T, '2'.repeat(16), '1'.repeat(16));
+      const again = await store.traces.appendSpans(
+        [batch(T, [renamed, child], { trace: normalized('w2'), digest: 'dw2' })],
+        T0 + 100,
+      );
+      expect(again).toEqual({ completed: [] });
+      expect(
+        await target.query('select trace_id from span_chunks where trace_id = ?', [T]),
+      ).toHaveLength(1);
+      expect(await store.traces.spans('p', T)).toEqual([renamed, child]);
+      const due = await store.traces.dueForCompletion(T0 + 2100, rules, 10);
+      expect(due.map((d) => d.traceId).sort()).toEqual([T, U]);
+    });
+
     it('does not complete from a read older than a completion in between, even with the same last span time', async () => {
       const open = () =>
         store.traces.appendSpans(

@@ -157,6 +157,33 @@ function batchStartMs(batch: SpanBatch, now: number): number {
   return start === Number.POSITIVE_INFINITY ? now : Math.floor(start);
 }
 
+/** A trace of one `appendSpans` call: its batches merged, and whether it arrived whole. */
+interface CallTrace {
+  batch: SpanBatch;
+  rootEndedAt: number | null;
+  whole: WholeTrace | undefined;
+}
+
+/**
+ * One entry per trace of an `appendSpans` call (key: project NUL trace id). Several batches of one
+ * trace are merged, and their union, no longer known to be whole, is left to the completer.
+ */
+function tracesOf(spanBatches: readonly SpanBatch[], now: number): Map<string, CallTrace> {
+  const traces = new Map<string, CallTrace>();
+  for (const b of spanBatches) {
+    const key = `${b.project}\u0000${b.traceId}`;
+    const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
+    const prev = traces.get(key);
+    if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded, whole: b.whole });
+    else {
+      prev.batch = { ...prev.batch, labels: { ...prev.batch.labels, ...b.labels } };
+      prev.rootEndedAt ??= rootEnded;
+      prev.whole = undefined;
+    }
+  }
+  return traces;
+}
+
 /** The columns of an open trace's row, as `appendSpans` inserts it. */
 const OPEN_COLUMNS = [
   'project',
@@ -169,7 +196,7 @@ const OPEN_COLUMNS = [
   'start_ms',
 ] as const;
 
-/** …and of a whole trace's, inserted complete: the columns `complete` writes follow. */
+/** …and of a whole trace's, inserted complete: the columns `complete` writes, then its spans. */
 const WHOLE_COLUMNS = [
   ...OPEN_COLUMNS,
   'completed_at',
@@ -183,6 +210,8 @@ const WHOLE_COLUMNS = [
   'record',
   'root',
   'usage',
+  'spans',
+  'spans_format',
 ] as const;
 
 /** The columns a StoredTrace is read from: lists select these, not the record or root. */
@@ -202,6 +231,9 @@ export const SUMMARY_COLUMNS = [
   'last_span_at',
   'usage',
 ] as const;
+
+/** What a read of a completed trace selects: its summary, record and root, not its spans. */
+const RECORD_COLUMNS = [...SUMMARY_COLUMNS, 'record', 'root'] as const;
 
 /** SUMMARY_COLUMNS named by table, for queries that join another table with the same names. */
 const TRACE_SUMMARY = SUMMARY_COLUMNS.map((c) => `traces.${c}` as const);
@@ -244,6 +276,7 @@ export class KyselyTraceStore implements TraceStore {
     options: AppendOptions = {},
   ): Promise<AppendResult> {
     const { pause } = options;
+    const traces = tracesOf(spanBatches, now);
     // Chunk keys order by arrival: the time, then this process's call sequence (calls within one
     // millisecond — two requests of one exporter — keep their order: a span sent again replaces
     // the earlier copy, and detached events past the cap are the later ones), then a random part
@@ -252,19 +285,27 @@ export class KyselyTraceStore implements TraceStore {
     const stamp = `${String(now).padStart(13, '0')}-${nextCallSequence()}-${randomBytes(4).toString('hex')}`;
     const resources = new ResourceRows();
     const chunks: ChunkRow[] = [];
+    // A whole trace's one chunk goes in its `traces` row (migration 22), not a row of its own.
+    const inline = new Map<string, ChunkRow>();
     const refOf = (project: string) => (resource: Attributes) => resources.refOf(project, resource);
     let sincePause = 0;
     for (let i = 0; i < spanBatches.length; i++) {
+      const batch = spanBatches[i]!;
       const key = `${stamp}-${String(i).padStart(5, '0')}`;
-      for (const [n, part] of partsOf(spanBatches[i]!).entries()) {
+      const parts = partsOf(batch);
+      for (const [n, part] of parts.entries()) {
         const { format, text } = encodeChunk(part, refOf(part.project));
-        chunks.push({
+        const row = {
           project: part.project,
           trace_id: part.traceId,
           chunk: n === 0 ? key : `${key}-${String(n).padStart(4, '0')}`,
           spans: text,
           format,
-        });
+        };
+        const traceKey = `${batch.project}\u0000${batch.traceId}`;
+        if (parts.length === 1 && traces.get(traceKey)?.whole !== undefined)
+          inline.set(traceKey, row);
+        else chunks.push(row);
         sincePause += text.length;
         if (pause !== undefined && sincePause >= PAUSE_CHARS) {
           await pause();
@@ -274,38 +315,30 @@ export class KyselyTraceStore implements TraceStore {
     }
     await this.insertResources([...resources.rows.values()]);
     await this.insertChunks(chunks, pause);
-    return { completed: await this.traceRows(spanBatches, now) };
+    const { completed, reopened } = await this.traceRows(traces, inline, now);
+    // A whole trace whose row was there already (earlier spans, a retry) keeps that row's spans:
+    // its chunk joins the trace's other chunks.
+    await this.insertChunks(
+      reopened.flatMap((key) => inline.get(key) ?? []),
+      pause,
+    );
+    return { completed };
   }
 
   /**
    * The `traces` rows of an `appendSpans` call: each trace opened or re-opened, except a whole
-   * trace with no row yet, which is inserted complete. Returns those completed on arrival.
+   * trace with no row yet, which is inserted complete, with its chunk when `inline` has it.
+   * Returns those completed on arrival, and the keys of whole traces whose row existed (re-opened).
    */
   private async traceRows(
-    spanBatches: readonly SpanBatch[],
+    traces: Map<string, CallTrace>,
+    inline: ReadonlyMap<string, ChunkRow>,
     now: number,
-  ): Promise<AppendResult['completed']> {
-    // One row per trace; several batches of one trace in a call are merged first (and their
-    // union, no longer known to be whole, is left to the completer).
-    const traces = new Map<
-      string,
-      { batch: SpanBatch; rootEndedAt: number | null; whole: WholeTrace | undefined }
-    >();
-    for (const b of spanBatches) {
-      const key = `${b.project}\u0000${b.traceId}`;
-      const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
-      const prev = traces.get(key);
-      if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded, whole: b.whole });
-      else {
-        prev.batch = { ...prev.batch, labels: { ...prev.batch.labels, ...b.labels } };
-        prev.rootEndedAt ??= rootEnded;
-        prev.whole = undefined;
-      }
-    }
+  ): Promise<{ completed: AppendResult['completed']; reopened: string[] }> {
     const open: unknown[][] = [];
     const whole: unknown[][] = [];
     const roots = new RootColumns();
-    for (const { batch, rootEndedAt, whole: done } of traces.values()) {
+    for (const [key, { batch, rootEndedAt, whole: done }] of traces) {
       // Placeholders until completion writes the summary; an open trace is not listed.
       const row = [
         batch.project,
@@ -318,11 +351,19 @@ export class KyselyTraceStore implements TraceStore {
         batchStartMs(batch, now),
       ];
       if (done === undefined) open.push(row);
-      else whole.push(this.completedColumns(row, done, now, roots));
+      else {
+        const chunk = inline.get(key);
+        whole.push([
+          ...this.completedColumns(row, done, now, roots),
+          chunk?.spans ?? null,
+          chunk?.format ?? null,
+        ]);
+      }
     }
     await this.insertResources([...roots.resources.rows.values()]);
     // A row that exists already (earlier spans of the trace, or this batch sent again) is
-    // re-opened as for any batch: the completer then completes the union of its spans.
+    // re-opened as for any batch: the completer then completes the union of its spans. Its
+    // inline spans, if any, stay.
     const conflict = `on conflict (project, trace_id) do update set
              last_span_at = excluded.last_span_at,
              root_ended_at = coalesce(traces.root_ended_at, excluded.root_ended_at),
@@ -338,6 +379,7 @@ export class KyselyTraceStore implements TraceStore {
       );
     }
     const completed: AppendResult['completed'] = [];
+    const reopened: string[] = [];
     for (const part of batches(this.dialect, whole, CHUNK)) {
       // `completed_at` is returned non-null only by rows inserted here; a re-opened row has null.
       const result = await this.db.executeQuery<{
@@ -356,9 +398,10 @@ export class KyselyTraceStore implements TraceStore {
       for (const r of result.rows) {
         if (r.completed_at !== null)
           completed.push({ project: r.project, traceId: r.trace_id, digest: r.digest });
+        else reopened.push(`${r.project}\u0000${r.trace_id}`);
       }
     }
-    return completed;
+    return { completed, reopened };
   }
 
   /** An open row's values followed by those `complete` writes (WHOLE_COLUMNS' order). */
@@ -508,15 +551,36 @@ export class KyselyTraceStore implements TraceStore {
     options: SpansReadOptions = {},
   ): Promise<Span[][]> {
     if (traces.length === 0) return [];
+    // A whole trace's inline chunk (key '') comes before the chunks that reached it later.
     const rows = await this.db
-      .selectFrom('span_chunks')
-      .select(['project', 'trace_id', 'spans', 'format'])
+      .selectFrom('traces')
+      .select([
+        'project',
+        'trace_id',
+        sql<string>`''`.as('chunk'),
+        'spans',
+        'spans_format as format',
+      ])
       .where((eb) =>
         eb(
           eb.refTuple('project', 'trace_id'),
           'in',
           traces.map((t) => eb.tuple(t.project, t.traceId)),
         ),
+      )
+      .where('spans', 'is not', null)
+      .$narrowType<{ spans: string; format: number }>()
+      .unionAll((db) =>
+        db
+          .selectFrom('span_chunks')
+          .select(['project', 'trace_id', 'chunk', 'spans', 'format'])
+          .where((eb) =>
+            eb(
+              eb.refTuple('project', 'trace_id'),
+              'in',
+              traces.map((t) => eb.tuple(t.project, t.traceId)),
+            ),
+          ),
       )
       .orderBy('chunk')
       .execute();
@@ -692,7 +756,7 @@ export class KyselyTraceStore implements TraceStore {
   ): Promise<{ trace: StoredTrace; record: EvalRecord; root?: TraceRoot } | undefined> {
     const row = await this.db
       .selectFrom('traces')
-      .selectAll()
+      .select(RECORD_COLUMNS)
       .where('project', '=', project)
       .where('trace_id', '=', traceId)
       .where('completed_at', 'is not', null)
@@ -815,7 +879,7 @@ export class KyselyTraceStore implements TraceStore {
       for (let i = 0; i < ids.length; i += RESOURCE_READ) {
         const rows = await this.db
           .selectFrom('traces')
-          .selectAll()
+          .select(RECORD_COLUMNS)
           .where('project', '=', project)
           .where('trace_id', 'in', ids.slice(i, i + RESOURCE_READ))
           .where('completed_at', 'is not', null)

@@ -48,6 +48,7 @@ function storedChars(dataDir: string): number {
     const sum = (sql: string) => Number((db.prepare(sql).get() as { n: number | null }).n ?? 0);
     return (
       sum('select sum(length(spans)) as n from span_chunks') +
+      sum('select sum(length(spans)) as n from traces') +
       sum('select sum(length(attributes)) as n from span_resources')
     );
   } finally {

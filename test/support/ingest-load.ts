@@ -244,7 +244,8 @@ export function lostSpans(dataDir: string, acknowledged: ReadonlyMap<string, num
         // `s`, the span id first (store/chunk-format.ts).
         `select c.trace_id as id, count(distinct json_extract(s.value,
              case c.format when 2 then '$[0]' else '$.spanId' end)) as n
-           from span_chunks c,
+           from (select trace_id, spans, format from span_chunks union all
+                 select trace_id, spans, spans_format from traces where spans is not null) c,
              json_each(c.spans, case c.format when 2 then '$.s' else '$' end) s
            group by c.trace_id`,
       )

@@ -20,6 +20,7 @@ import { labelOrder } from './0018-label-order.js';
 import { resultsInTimeOrder } from './0019-results-in-time-order.js';
 import { rollupInsertsByStore } from './0020-rollup-inserts-by-store.js';
 import { labelKeys } from './0021-label-keys.js';
+import { traceInlineSpans } from './0022-trace-inline-spans.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -47,4 +48,5 @@ export const MIGRATIONS: readonly Migration[] = [
   resultsInTimeOrder,
   rollupInsertsByStore,
   labelKeys,
+  traceInlineSpans,
 ];
