@@ -376,8 +376,9 @@ interface ServerStore {
 
 /**
  * The server's SQLite database, read back from the file while it runs: the entries of every span
- * chunk (`span_chunks` rows, and whole traces' `traces.spans`) (the bench's spans have no detached events, the other kind of entry of a format-1 chunk),
- * or the `s` array of a format-2 chunk (a JSON object; store/chunk-format.ts).
+ * chunk, in `span_chunks` and in whole traces' `traces.spans` (the bench's spans have no detached
+ * events, the other kind of entry of a format-1 chunk), or the `s` array of a format-2 chunk (a
+ * JSON object; store/chunk-format.ts).
  */
 const sqliteServerStore: ServerStore = {
   label: 'SQLite',
