@@ -551,6 +551,9 @@ export class KyselyTraceStore implements TraceStore {
     options: SpansReadOptions = {},
   ): Promise<Span[][]> {
     if (traces.length === 0) return [];
+    const wanted = sql<SqlBool>`(project, trace_id) in (${sql.join(
+      traces.map((t) => sql`(${t.project}, ${t.traceId})`),
+    )})`;
     // A whole trace's inline chunk (key '') comes before the chunks that reached it later.
     const rows = await this.db
       .selectFrom('traces')
@@ -561,26 +564,14 @@ export class KyselyTraceStore implements TraceStore {
         'spans',
         'spans_format as format',
       ])
-      .where((eb) =>
-        eb(
-          eb.refTuple('project', 'trace_id'),
-          'in',
-          traces.map((t) => eb.tuple(t.project, t.traceId)),
-        ),
-      )
+      .where(wanted)
       .where('spans', 'is not', null)
       .$narrowType<{ spans: string; format: number }>()
       .unionAll((db) =>
         db
           .selectFrom('span_chunks')
           .select(['project', 'trace_id', 'chunk', 'spans', 'format'])
-          .where((eb) =>
-            eb(
-              eb.refTuple('project', 'trace_id'),
-              'in',
-              traces.map((t) => eb.tuple(t.project, t.traceId)),
-            ),
-          ),
+          .where(wanted),
       )
       .orderBy('chunk')
       .execute();
