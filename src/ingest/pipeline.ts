@@ -169,6 +169,7 @@ export class IngestService {
           policy: '',
           replace: false,
           traceCompletedAt: now,
+          traceFirstSeenAt: d.firstSeenAt,
         }));
         await tx.work.enqueue(items, now);
       }

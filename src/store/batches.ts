@@ -30,18 +30,34 @@ export function* batches<T>(
 
 const built = new Map<string, string>();
 
-/** `(?, ?), (?, ?)` on SQLite, `($1, $2), ($3, $4)` on PostgreSQL (built once per shape). */
-export function placeholders(dialect: StoreDialect, rows: number, columns: number): string {
-  const key = `${dialect} ${rows} ${columns}`;
+/**
+ * The VALUES rows of a multi-row statement, `rows` times `row`'s text, each parameter written by
+ * the `param` it is given (`?` on SQLite, `$1`, `$2`, … across rows on PostgreSQL); built once per
+ * dialect, row count and `shape` (which names `row`).
+ */
+export function valuesOf(
+  dialect: StoreDialect,
+  rows: number,
+  shape: string,
+  row: (param: () => string) => string,
+): string {
+  const key = `${dialect} ${rows} ${shape}`;
   let text = built.get(key);
   if (text === undefined) {
     let n = 0;
-    const one = dialect === 'postgres' ? () => `$${++n}` : () => '?';
-    text = Array.from(
-      { length: rows },
-      () => `(${Array.from({ length: columns }, one).join(', ')})`,
-    ).join(', ');
+    const param = dialect === 'postgres' ? () => `$${++n}` : () => '?';
+    text = Array.from({ length: rows }, () => row(param)).join(', ');
     built.set(key, text);
   }
   return text;
+}
+
+/** `(?, ?), (?, ?)` on SQLite, `($1, $2), ($3, $4)` on PostgreSQL (built once per shape). */
+export function placeholders(dialect: StoreDialect, rows: number, columns: number): string {
+  return valuesOf(
+    dialect,
+    rows,
+    String(columns),
+    (param) => `(${Array.from({ length: columns }, param).join(', ')})`,
+  );
 }

@@ -202,6 +202,11 @@ export interface WorkItemsTable {
   attempts: number;
   /** The latest claim's token; '' before the first claim. */
   claim: string;
+  /**
+   * The trace's `first_seen_at`, read from its row when the item is queued: the unique key's
+   * second column, so new items land at the key's end (migration 23).
+   */
+  trace_first_seen_at: Generated<number>;
 }
 
 export interface ResultsTable {

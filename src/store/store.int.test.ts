@@ -852,7 +852,9 @@ function storeContract(harness: Harness): void {
           T0,
         ),
       );
-      expect(first).toEqual({ completed: [{ project: 'p', traceId: T, digest: 'dw' }] });
+      expect(first).toEqual({
+        completed: [{ project: 'p', traceId: T, digest: 'dw', firstSeenAt: T0 }],
+      });
       expect(await store.traces.countOpen()).toBe(2);
       const got = await store.traces.get('p', T);
       expect(got?.trace).toEqual({
@@ -959,6 +961,45 @@ function storeContract(harness: Harness): void {
       expect(await store.traces.spans('p', T)).toEqual([renamed, child]);
       const due = await store.traces.dueForCompletion(T0 + 2100, rules, 10);
       expect(due.map((d) => d.traceId).sort()).toEqual([T, U]);
+    });
+
+    it("keys a work item by its trace's first-seen time, which the trace keeps when re-opened", async () => {
+      const open = (at: number) =>
+        store.traces.appendSpans(
+          [{ project: 'p', traceId: T, spans: [span(T, '1'.repeat(16))], labels: {}, source: '' }],
+          at,
+        );
+      const item = (digest: string) => ({
+        project: 'p',
+        traceId: T,
+        digest,
+        policy: '',
+        replace: false,
+        traceCompletedAt: T0 + 5000,
+      });
+      await open(T0);
+      await open(T0 + 1000);
+      expect(await store.work.enqueue([item('d1'), item('d2')], T0 + 5000)).toBe(2);
+      // The same (trace, digest, policy) is still one item: the trace's time is the same, read
+      // from its row or given (as for a trace stored complete on arrival).
+      expect(await store.work.enqueue([item('d1')], T0 + 6000)).toBe(0);
+      expect(
+        await store.work.enqueue(
+          [
+            { ...item('d1'), traceFirstSeenAt: T0 },
+            { ...item('d3'), traceFirstSeenAt: T0 },
+          ],
+          T0 + 6000,
+        ),
+      ).toBe(1);
+      const rows = await target.query(
+        'select digest, trace_first_seen_at from work_items order by digest',
+      );
+      expect(rows.map((r) => [r.digest, Number(r.trace_first_seen_at)])).toEqual([
+        ['d1', T0],
+        ['d2', T0],
+        ['d3', T0],
+      ]);
     });
 
     it('does not complete from a read older than a completion in between, even with the same last span time', async () => {

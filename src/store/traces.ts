@@ -397,7 +397,12 @@ export class KyselyTraceStore implements TraceStore {
       );
       for (const r of result.rows) {
         if (r.completed_at !== null)
-          completed.push({ project: r.project, traceId: r.trace_id, digest: r.digest });
+          completed.push({
+            project: r.project,
+            traceId: r.trace_id,
+            digest: r.digest,
+            firstSeenAt: now,
+          });
         else reopened.push(`${r.project}\u0000${r.trace_id}`);
       }
     }

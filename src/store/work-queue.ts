@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CompiledQuery, type Kysely, type Selectable } from 'kysely';
-import { batches, placeholders } from './batches.js';
+import { batches, placeholders, valuesOf } from './batches.js';
 import type { NewWorkItem, StoreDialect, WorkItem, WorkQueue } from './ports.js';
 import type { Database, WorkItemsTable } from './schema.js';
 
@@ -21,6 +21,20 @@ const ITEM_COLUMNS = [
   'attempts',
   'claim',
 ] as const;
+
+/**
+ * `enqueue`'s VALUES for `rows` items: each item's columns, then its trace's `first_seen_at` read
+ * by (project, trace id), 0 when the trace has no row.
+ */
+function itemValues(dialect: StoreDialect, rows: number): string {
+  return valuesOf(
+    dialect,
+    rows,
+    'work item',
+    (p) =>
+      `(${ITEM_COLUMNS.map(p).join(', ')}, coalesce((select first_seen_at from traces where project = ${p()} and trace_id = ${p()}), 0))`,
+  );
+}
 
 function fromRow(row: Selectable<WorkItemsTable>): WorkItem {
   return {
@@ -47,6 +61,8 @@ export class KyselyWorkQueue implements WorkQueue {
     // Ids break ties between items visible at the same time: time, then one random draw per
     // call, then the position in the call, so a call's items are claimed in the order given.
     const prefix = `wi_${Math.max(0, now).toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`;
+    // The key's second column: the trace's `first_seen_at` as given, else read from its row.
+    const known = items.every((item) => item.traceFirstSeenAt !== undefined);
     const rows = items.map((item, i) => [
       `${prefix}${i.toString(16).padStart(6, '0')}`,
       item.project,
@@ -59,16 +75,20 @@ export class KyselyWorkQueue implements WorkQueue {
       now,
       0,
       '',
+      ...(known ? [item.traceFirstSeenAt] : [item.project, item.traceId]),
     ]);
     // Built as text, not by the query builder: a request of 500 whole traces enqueues 500 items,
     // and SQLite then compiles one statement per group size (batches) instead of a 500-row one
     // per call, too long for the statement cache.
+    const values = known
+      ? (n: number) => placeholders(this.dialect, n, ITEM_COLUMNS.length + 1)
+      : (n: number) => itemValues(this.dialect, n);
     let added = 0;
     for (const part of batches(this.dialect, rows, CHUNK)) {
       const inserted = await this.db.executeQuery<{ id: string }>(
         CompiledQuery.raw(
-          `insert into work_items (${ITEM_COLUMNS.join(', ')}) values ${placeholders(this.dialect, part.length, ITEM_COLUMNS.length)}
-           on conflict (project, trace_id, digest, policy) do nothing returning id`,
+          `insert into work_items (${ITEM_COLUMNS.join(', ')}, trace_first_seen_at) values ${values(part.length)}
+           on conflict (project, trace_first_seen_at, trace_id, digest, policy) do nothing returning id`,
           part.flat(),
         ),
       );

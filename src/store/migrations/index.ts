@@ -21,6 +21,7 @@ import { resultsInTimeOrder } from './0019-results-in-time-order.js';
 import { rollupInsertsByStore } from './0020-rollup-inserts-by-store.js';
 import { labelKeys } from './0021-label-keys.js';
 import { traceInlineSpans } from './0022-trace-inline-spans.js';
+import { workItemKeyInTimeOrder } from './0023-work-item-key-in-time-order.js';
 
 /**
  * Every migration, in order. Append only: an applied migration is never edited (write a new one),
@@ -49,4 +50,5 @@ export const MIGRATIONS: readonly Migration[] = [
   rollupInsertsByStore,
   labelKeys,
   traceInlineSpans,
+  workItemKeyInTimeOrder,
 ];

@@ -63,8 +63,11 @@ export interface WholeTrace {
 
 /** What `appendSpans` did beyond storing spans. */
 export interface AppendResult {
-  /** Whole traces stored complete on arrival (completed at `now`), in call order. */
-  completed: { project: string; traceId: string; digest: string }[];
+  /**
+   * Whole traces stored complete on arrival (completed at `now`), in call order; `firstSeenAt`
+   * is their rows' `first_seen_at` (the call's `now`: the rows are new).
+   */
+  completed: { project: string; traceId: string; digest: string; firstSeenAt: number }[];
 }
 
 /** When an open trace is complete (DESIGN: completion is recorded in the database). */

@@ -13,6 +13,11 @@ export interface NewWorkItem {
   replace: boolean;
   /** When the trace version was completed (freshness is measured from here). */
   traceCompletedAt: number;
+  /**
+   * The trace row's `first_seen_at` (the queue key's second column), when the caller knows it
+   * (a trace stored complete on arrival); else `enqueue` reads it from the row.
+   */
+  traceFirstSeenAt?: number;
 }
 
 export interface WorkItem extends NewWorkItem {
