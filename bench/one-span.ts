@@ -22,12 +22,9 @@
  * this one run by run; BENCH_ONE_SPAN_ROUNDS (default 1) pairs of runs per id shape.
  *
  * Target (issue 24): ≥ 25k one-span traces/s stored and complete on SQLite, both id shapes, with
- * the policy applied. Measured (2 cores, load average 4.8–10.1, two sittings, alternating with the
- * build before whole traces completed on arrival): random ids 835 → 3334 and 747 → 1765/s stored
- * and complete, 691 → 252 and 845 → 302 µs of server CPU per trace; time-ordered 618 → 2593 and
- * 553 → 1341/s, 650 → 233 and 690 → 303 µs. Acknowledged/s fell (completion now precedes the
- * answer); scored/s stayed at 230–560 on both builds (the engine is the bottleneck). The target is
- * not reached; docs/performance.md ("One-span traces") says where the time goes.
+ * the policy applied. Not reached: 8–10k/s with random ids and 11–14k/s time-ordered on 2 cores
+ * (docs/performance.md, "One-span traces" and the sections after it, has each step's figures and
+ * where the request thread's time goes).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
