@@ -785,7 +785,8 @@ describe.skipIf(PG_URL === undefined || PG_URL === '')(
         await sql`delete from traces where trace_id = 'b'`.execute(db);
         expect(await entries()).toEqual([{ key: 'env', trace_id: 'a', start_ms: 50 }]);
         const key = await sql<{ def: string }>`select pg_get_constraintdef(oid) as def
-          from pg_constraint where conname = 'trace_labels_pk'`.execute(db);
+          from pg_constraint where conname = 'trace_labels_pk'
+            and connamespace = current_schema()::regnamespace`.execute(db);
         expect(key.rows[0]?.def).toBe('PRIMARY KEY (project, key, value, start_ms, trace_id)');
       } finally {
         await db.destroy();
