@@ -32,6 +32,7 @@ import { pino } from 'pino';
 import { createApp } from '../src/app/index.js';
 import { loadConfig } from '../src/config/index.js';
 import { SQLITE_FILE_NAME } from '../src/store/index.js';
+import { STORED_CHUNKS } from '../test/support/ingest-load.js';
 import { protobufBody, recordSpans } from '../test/support/otel.js';
 import { freePort, serveArgs } from '../test/support/process.js';
 import { freshPgSchema } from '../test/support/stores.js';
@@ -388,8 +389,8 @@ const sqliteServerStore: ServerStore = {
     try {
       const row = db
         .prepare(
-          `select coalesce(sum(json_array_length(spans, ${STORED_SPANS})), 0) as n from
-             (select spans from span_chunks union all select spans from traces where spans is not null)`,
+          `select coalesce(sum(json_array_length(spans, ${STORED_SPANS})), 0) as n
+             from ${STORED_CHUNKS}`,
         )
         .get() as { n: number };
       return row.n;
@@ -404,7 +405,7 @@ const sqliteServerStore: ServerStore = {
  * A new schema on the PostgreSQL server at `url` for one run (`scoped` selects it), so that no run
  * meets another's rows; dropped after the run.
  */
-async function freshPostgresSchema(url: string): Promise<{ scoped: string; store: ServerStore }> {
+async function postgresServerStore(url: string): Promise<{ scoped: string; store: ServerStore }> {
   const schema = await freshPgSchema(url);
   return {
     scoped: schema.url,
@@ -624,7 +625,7 @@ export async function main(): Promise<void> {
         'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL; each run gets a schema of its own)',
       );
     else {
-      const inProcess = await freshPostgresSchema(pgUrl);
+      const inProcess = await postgresServerStore(pgUrl);
       try {
         await run('PostgreSQL', { driver: 'postgres', url: inProcess.scoped }, payload, {
           dbProcess: inProcess.store.dbProcess,
@@ -633,7 +634,7 @@ export async function main(): Promise<void> {
         await inProcess.store.dispose();
       }
       if (server !== undefined)
-        await runServerProcess(payload, server, (await freshPostgresSchema(pgUrl)).store);
+        await runServerProcess(payload, server, (await postgresServerStore(pgUrl)).store);
     }
     if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
   }

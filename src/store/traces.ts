@@ -157,6 +157,11 @@ function batchStartMs(batch: SpanBatch, now: number): number {
   return start === Number.POSITIVE_INFINITY ? now : Math.floor(start);
 }
 
+/** A trace's key in the maps of one call or read: project NUL trace id. */
+function traceKey(project: string, traceId: string): string {
+  return `${project}\u0000${traceId}`;
+}
+
 /** A trace of one `appendSpans` call: its batches merged, and whether it arrived whole. */
 interface CallTrace {
   batch: SpanBatch;
@@ -165,13 +170,13 @@ interface CallTrace {
 }
 
 /**
- * One entry per trace of an `appendSpans` call (key: project NUL trace id). Several batches of one
+ * One entry per trace of an `appendSpans` call (by `traceKey`). Several batches of one
  * trace are merged, and their union, no longer known to be whole, is left to the completer.
  */
 function tracesOf(spanBatches: readonly SpanBatch[], now: number): Map<string, CallTrace> {
   const traces = new Map<string, CallTrace>();
   for (const b of spanBatches) {
-    const key = `${b.project}\u0000${b.traceId}`;
+    const key = traceKey(b.project, b.traceId);
     const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
     const prev = traces.get(key);
     if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded, whole: b.whole });
@@ -293,6 +298,8 @@ export class KyselyTraceStore implements TraceStore {
       const batch = spanBatches[i]!;
       const key = `${stamp}-${String(i).padStart(5, '0')}`;
       const parts = partsOf(batch);
+      const trace = traceKey(batch.project, batch.traceId);
+      const inlined = parts.length === 1 && traces.get(trace)?.whole !== undefined;
       for (const [n, part] of parts.entries()) {
         const { format, text } = encodeChunk(part, refOf(part.project));
         const row = {
@@ -302,9 +309,7 @@ export class KyselyTraceStore implements TraceStore {
           spans: text,
           format,
         };
-        const traceKey = `${batch.project}\u0000${batch.traceId}`;
-        if (parts.length === 1 && traces.get(traceKey)?.whole !== undefined)
-          inline.set(traceKey, row);
+        if (inlined) inline.set(trace, row);
         else chunks.push(row);
         sincePause += text.length;
         if (pause !== undefined && sincePause >= PAUSE_CHARS) {
@@ -351,14 +356,7 @@ export class KyselyTraceStore implements TraceStore {
         batchStartMs(batch, now),
       ];
       if (done === undefined) open.push(row);
-      else {
-        const chunk = inline.get(key);
-        whole.push([
-          ...this.completedColumns(row, done, now, roots),
-          chunk?.spans ?? null,
-          chunk?.format ?? null,
-        ]);
-      }
+      else whole.push(this.completedColumns(row, done, now, roots, inline.get(key)));
     }
     await this.insertResources([...roots.resources.rows.values()]);
     // A row that exists already (earlier spans of the trace, or this batch sent again) is
@@ -403,21 +401,24 @@ export class KyselyTraceStore implements TraceStore {
             digest: r.digest,
             firstSeenAt: now,
           });
-        else reopened.push(`${r.project}\u0000${r.trace_id}`);
+        else reopened.push(traceKey(r.project, r.trace_id));
       }
     }
     return { completed, reopened };
   }
 
-  /** An open row's values followed by those `complete` writes (WHOLE_COLUMNS' order). */
+  /**
+   * An open row's values followed by those `complete` writes, then the trace's inline chunk (or
+   * nulls): WHOLE_COLUMNS' order. Appends to `row`.
+   */
   private completedColumns(
-    open: unknown[],
+    row: unknown[],
     whole: WholeTrace,
     now: number,
     roots: RootColumns,
+    chunk: ChunkRow | undefined,
   ): unknown[] {
     const s = whole.trace.summary;
-    const row = [...open];
     // The summary's start, not the earliest span's: what `complete` stores.
     row[7] = toMillis(s.startTime, 'startTime');
     row.push(
@@ -430,8 +431,10 @@ export class KyselyTraceStore implements TraceStore {
       JSON.stringify(s.labels),
       whole.digest,
       whole.recordJson ?? JSON.stringify(whole.trace.record),
-      whole.trace.root === undefined ? null : roots.column(open[0] as string, whole.trace.root),
+      whole.trace.root === undefined ? null : roots.column(row[0] as string, whole.trace.root),
       usageColumn(whole.trace.record),
+      chunk?.spans ?? null,
+      chunk?.format ?? null,
     );
     return row;
   }
@@ -586,7 +589,7 @@ export class KyselyTraceStore implements TraceStore {
     const named: { span: Span; key: string }[] = [];
     const refs = new Map<string, Set<string>>();
     for (const row of rows) {
-      const key = `${row.project}\u0000${row.trace_id}`;
+      const key = traceKey(row.project, row.trace_id);
       let trace = byTrace.get(key);
       if (trace === undefined) {
         trace = { spans: new Map(), detached: [] };
@@ -615,7 +618,7 @@ export class KyselyTraceStore implements TraceStore {
       refs.size === 0 ? new Map<string, Attributes>() : await this.resourcesOf(refs);
     for (const { span, key } of named) span.resource = resources.get(key) ?? {};
     return traces.map((t) => {
-      const trace = byTrace.get(`${t.project}\u0000${t.traceId}`);
+      const trace = byTrace.get(traceKey(t.project, t.traceId));
       if (trace === undefined) return [];
       const spans = [...trace.spans.values()];
       return trace.detached.length === 0

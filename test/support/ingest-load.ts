@@ -230,6 +230,13 @@ export function sampleRss(pid: number, intervalMs = 100): { stop(): number } {
 }
 
 /**
+ * Every span chunk of a SQLite store as (trace_id, spans, format) rows: the `span_chunks` rows and
+ * whole traces' own chunks (`traces.spans`, migration 22).
+ */
+export const STORED_CHUNKS = `(select trace_id, spans, format from span_chunks union all
+  select trace_id, spans, spans_format from traces where spans is not null)`;
+
+/**
  * Acknowledged spans missing from the server's SQLite store (`<dataDir>/touchstone.db`), read
  * through a connection of its own: per acknowledged trace, the spans acknowledged beyond the
  * distinct span ids stored.
@@ -244,8 +251,7 @@ export function lostSpans(dataDir: string, acknowledged: ReadonlyMap<string, num
         // `s`, the span id first (store/chunk-format.ts).
         `select c.trace_id as id, count(distinct json_extract(s.value,
              case c.format when 2 then '$[0]' else '$.spanId' end)) as n
-           from (select trace_id, spans, format from span_chunks union all
-                 select trace_id, spans, spans_format from traces where spans is not null) c,
+           from ${STORED_CHUNKS} c,
              json_each(c.spans, case c.format when 2 then '$.s' else '$' end) s
            group by c.trace_id`,
       )
