@@ -17,7 +17,8 @@
  * BENCH_PHOENIX_SPANS, default 5000, and BENCH_MLFLOW_SPANS, default 22000, rounded up to whole
  * requests) one right after the other, BENCH_PEER_ROUNDS times (default 1); spans/s counts only
  * what each server gives back when asked, and the ratio is taken within a pair only.
- * `npm run bench -- ingest --peers` runs only that part, `--no-peers` all but that part.
+ * `npm run bench -- ingest --peers` runs only that part, `--no-peers` all but that part;
+ * `--servers` only the compiled servers' runs (BENCH_INGEST_THREADS compares thread counts).
  *
  * The payload mix imitates the captured fixtures: agent traces of 12 spans (root agent, LLM calls
  * with GenAI message JSON, OpenInference-style tool spans, a retrieval), 50 traces per request.
@@ -462,6 +463,28 @@ async function runServerProcess(payload: Payload, main: string, store: ServerSto
   }
 }
 
+/**
+ * `traces.ingest_threads` of the compiled server's runs (BENCH_INGEST_THREADS, comma-separated,
+ * e.g. `1,0,1,0`: one run each, in that order, to compare them alternating); the default when unset.
+ */
+const INGEST_THREADS = (process.env.BENCH_INGEST_THREADS ?? '').split(',').filter(Boolean);
+
+async function runServerProcesses(
+  payload: Payload,
+  main: string,
+  store: () => Promise<ServerStore>,
+): Promise<void> {
+  if (INGEST_THREADS.length === 0) return runServerProcess(payload, main, await store());
+  for (const n of INGEST_THREADS) {
+    const s = await store();
+    await runServerProcess(payload, main, {
+      ...s,
+      label: `${s.label} (traces.ingest_threads ${n})`,
+      config: `  ingest_threads: ${Number(n)}\n${s.config}`,
+    });
+  }
+}
+
 /** The compiled server on one slice: spans/s stored, and how long trace completion trailed. */
 async function touchstoneIngest(
   main: string,
@@ -616,27 +639,36 @@ export async function main(): Promise<void> {
   const server = buildServer('server');
   if (server === undefined)
     console.log('compiled server: skipped (tsc emitted no bench/out/server/main.js)');
+  const serversOnly = process.argv.includes('--servers');
   if (!peersOnly) {
-    await run('SQLite', { driver: 'sqlite' }, payload);
-    if (server !== undefined) await runServerProcess(payload, server, sqliteServerStore);
+    if (!serversOnly) await run('SQLite', { driver: 'sqlite' }, payload);
+    if (server !== undefined)
+      await runServerProcesses(payload, server, async () => sqliteServerStore);
     const pgUrl = process.env.TOUCHSTONE_BENCH_PG ?? process.env.TOUCHSTONE_TEST_PG;
     if (pgUrl === undefined)
       console.log(
         'PostgreSQL: skipped (set TOUCHSTONE_BENCH_PG to a connection URL; each run gets a schema of its own)',
       );
     else {
-      const inProcess = await postgresServerStore(pgUrl);
-      try {
-        await run('PostgreSQL', { driver: 'postgres', url: inProcess.scoped }, payload, {
-          dbProcess: inProcess.store.dbProcess,
-        });
-      } finally {
-        await inProcess.store.dispose();
+      if (!serversOnly) {
+        const inProcess = await postgresServerStore(pgUrl);
+        try {
+          await run('PostgreSQL', { driver: 'postgres', url: inProcess.scoped }, payload, {
+            dbProcess: inProcess.store.dbProcess,
+          });
+        } finally {
+          await inProcess.store.dispose();
+        }
       }
-      if (server !== undefined)
-        await runServerProcess(payload, server, (await postgresServerStore(pgUrl)).store);
+      if (server !== undefined) {
+        await runServerProcesses(
+          payload,
+          server,
+          async () => (await postgresServerStore(pgUrl)).store,
+        );
+      }
     }
-    if (SECRETS_ROUNDS > 0) await compareSecrets(payload);
+    if (SECRETS_ROUNDS > 0 && !serversOnly) await compareSecrets(payload);
   }
   if (server !== undefined && !process.argv.includes('--no-peers')) {
     await comparePeers(payload, server);

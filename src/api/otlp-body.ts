@@ -1,7 +1,7 @@
 import { Transform } from 'node:stream';
 import { createGunzip, createInflate } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { IngestErrors } from '../ingest/index.js';
+import { IngestErrors, type WriteTurn } from '../ingest/index.js';
 import { type Turnstile, ticketOf, type WriteAdmission } from './admission.js';
 import { ApiErrors } from './error-codes.js';
 
@@ -50,26 +50,30 @@ export async function decodedPayload(
 }
 
 /**
- * Runs `store` in the request's turn. The decoded body stays counted against the byte budget
- * until it is stored, even when the client hangs up meanwhile; a client that hangs up while still
- * waiting gives its turn up.
+ * Runs `work`, which takes the request's turn (`turn`) to store. The decoded body stays counted
+ * against the byte budget until the work ends, even when the client hangs up meanwhile; a client
+ * that hangs up while still waiting for its turn gives it up.
  */
-export async function inTurn<T>(
+export async function heldForTurn<T>(
   request: FastifyRequest,
   reply: FastifyReply,
   turns: Turnstile,
-  store: () => Promise<T>,
+  work: (turn: WriteTurn) => Promise<T>,
 ): Promise<T> {
   const unhold = ticketOf(request)?.hold();
   const hungUp = new AbortController();
   const onClose = () => hungUp.abort();
   reply.raw.once('close', onClose);
-  let endTurn: (() => void) | undefined;
   try {
-    endTurn = await turns.take(hungUp.signal);
-    return await store();
+    return await work(async (store) => {
+      const endTurn = await turns.take(hungUp.signal);
+      try {
+        return await store();
+      } finally {
+        endTurn();
+      }
+    });
   } finally {
-    endTurn?.();
     reply.raw.removeListener('close', onClose);
     unhold?.();
   }

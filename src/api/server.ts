@@ -4,7 +4,7 @@ import { newRequestId } from '../core/index.js';
 import type { DatasetService } from '../datasets/index.js';
 import type { EvaluationService } from '../evaluators/index.js';
 import type { GuardEngine, GuardPolicyService } from '../guardrails/index.js';
-import type { IngestService, TraceQueries } from '../ingest/index.js';
+import type { IngestService, PrepareThreads, TraceQueries } from '../ingest/index.js';
 import type { AnnotationService, PolicyService, ScoreQueries } from '../policies/index.js';
 import type { RunService } from '../runs/index.js';
 import type { SourceService } from '../sources/index.js';
@@ -58,6 +58,8 @@ export interface ServerDeps {
   evaluation: EvaluationService;
   metrics: Metrics;
   ingest: IngestService;
+  /** Threads preparing OTLP trace requests (`traces.ingest_threads`); undefined: in-process. */
+  ingestThreads: PrepareThreads | undefined;
   traces: TraceQueries;
   maxAttributeBytes: number;
   webhooks: WebhookService;
@@ -194,6 +196,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
   const otlp = {
     ingest: deps.ingest,
+    threads: deps.ingestThreads,
     bodyLimit: deps.bodyLimit,
     maxAttributeBytes: deps.maxAttributeBytes,
     admission,

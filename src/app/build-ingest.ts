@@ -4,11 +4,22 @@ import {
   CompleterThread,
   IngestService,
   normalizeStoredTrace,
+  PrepareThreads,
   spanLimitsFromConfig,
   TraceCompleter,
 } from '../ingest/index.js';
 import { compileRedaction } from '../redaction/index.js';
 import type { BuildBase } from './base.js';
+
+/**
+ * `traces.ingest_threads`, by default one on SQLite, where the thread writing was what limited
+ * ingest, and none on PostgreSQL, where the writes' round trips limit it (16–19k spans/s with or
+ * without on two cores) and the worker's heap took the server past its 300 MB budget
+ * (docs/performance.md).
+ */
+function ingestThreads(config: Readonly<Config>): number {
+  return config.traces.ingest_threads ?? (config.store.driver === 'sqlite' ? 1 : 0);
+}
 
 /**
  * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
@@ -69,12 +80,31 @@ export function buildIngest(
           logger,
         })
       : completer;
+  // OTLP trace requests are decoded, redacted and normalized in worker threads (listen() starts
+  // them; until they run, and with an injected clock, the request's thread does it all).
+  const size = ingestThreads(config);
+  const threads =
+    clock === systemClock && size > 0
+      ? new PrepareThreads({
+          data: {
+            redaction: config.traces.redaction,
+            limits,
+            completeOnArrival: config.traces.complete_on_arrival,
+          },
+          size,
+          logger,
+        })
+      : undefined;
   const completing = component('trace-completion', {
-    start: () => completion?.start(),
+    start: () => {
+      threads?.start();
+      completion?.start();
+    },
     stop: async () => {
       await completion?.shutdown();
       await completer.shutdown();
+      await threads?.shutdown();
     },
   });
-  return { redactor, limits, rules, service: ingest, completer, component: completing };
+  return { redactor, limits, rules, service: ingest, threads, completer, component: completing };
 }

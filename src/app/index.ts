@@ -217,6 +217,7 @@ async function assemble(
       evaluation,
       metrics,
       ingest: ingest.service,
+      ingestThreads: ingest.threads,
       traces,
       webhooks: webhooks.service,
       policies,

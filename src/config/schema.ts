@@ -310,6 +310,12 @@ export const ConfigSchema = z
          * worker (docs/ingest.md).
          */
         complete_on_arrival: z.boolean().default(true),
+        /**
+         * Worker threads that decode, hold to the limits, redact and normalize OTLP trace
+         * requests, leaving the thread holding the store's connection only the statements; 0
+         * does all of it on that thread. Default: 1 on SQLite, 0 on PostgreSQL (docs/ingest.md).
+         */
+        ingest_threads: z.int().min(0).max(16).optional(),
         /** Longest attribute value kept; longer strings are cut with a marker. */
         max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
         /**

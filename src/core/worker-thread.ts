@@ -133,13 +133,24 @@ function letWorkersKeepTheirLimits(): void {
 
 function spawn(options: LoopWorkerOptions<unknown>): Worker {
   const { workerData, resourceLimits } = options;
+  return workerThread(options.entry, { workerData, resourceLimits });
+}
+
+/**
+ * Starts a worker thread on `entry` (a module beside the caller's: `new URL('./x-worker.js',
+ * import.meta.url)`) with its own heap limits, from the compiled files or, under tsx and vitest,
+ * from the sources.
+ */
+export function workerThread(
+  entry: URL,
+  options: { workerData?: unknown; resourceLimits: ResourceLimits },
+): Worker {
   letWorkersKeepTheirLimits();
-  const entry = options.entry.href;
   if (import.meta.url.endsWith('.ts')) {
     // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
-    const source = JSON.stringify(entry.replace(/\.js$/, '.ts'));
+    const source = JSON.stringify(entry.href.replace(/\.js$/, '.ts'));
     const code = `import('tsx/esm/api').then((api) => { api.register(); return import(${source}); })`;
-    return new Worker(code, { eval: true, workerData, resourceLimits });
+    return new Worker(code, { ...options, eval: true });
   }
-  return new Worker(new URL(entry), { workerData, resourceLimits });
+  return new Worker(entry, options);
 }

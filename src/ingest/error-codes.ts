@@ -9,6 +9,11 @@ export const IngestErrors = defineErrors({
     kind: 'aborted',
     doc: 'The trace changed (late spans completed it again) while its trajectory was read page by page; read it again from the first page.',
   },
+  INGEST_WORKER_STOPPED: {
+    kind: 'unavailable',
+    retryable: true,
+    doc: 'The worker thread preparing an OTLP request (decoding, redaction, normalization) stopped before the request was stored, as when it runs out of memory; nothing of the request was kept. Send it again; the worker is started again.',
+  },
   OTLP_UNSUPPORTED_ENCODING: {
     kind: 'unsupported_media_type',
     doc: 'The OTLP body uses a Content-Encoding other than gzip, deflate or identity.',

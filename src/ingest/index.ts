@@ -34,6 +34,12 @@ export {
   TraceCompleter,
   type TraceNormalizer,
 } from './pipeline.js';
+export {
+  type PrepareRequest,
+  PrepareThreads,
+  receiveOtlpTraces,
+  type WriteTurn,
+} from './prepare-thread.js';
 export { TraceQueries, type TrajectoryPage } from './queries.js';
 export { traceSummaryView } from './summary.js';
 export type {

@@ -7,8 +7,10 @@ import type {
   NormalizedTrace,
   Span,
 } from '../core/index.js';
+import { encodeAppend } from '../store/append-encoding.js';
 import type {
   CompletionRules,
+  EncodedAppend,
   NewWorkItem,
   PendingTrace,
   SourceTrace,
@@ -117,6 +119,102 @@ export function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** What preparing spans to store needs: no store, no clock (a worker thread has its own copy). */
+export interface PrepareDeps {
+  redactor: SpanRedactor;
+  limits: SpanLimits;
+  /** As IngestDeps.normalize: given, whole traces are completed on arrival. */
+  normalize?: TraceNormalizer;
+}
+
+/** A request's spans ready to store: what is left is the statements (`IngestService.store`). */
+export interface PreparedSpans {
+  result: IngestResult;
+  /** Traces the accepted spans belong to. */
+  traces: number;
+  encoded: EncodedAppend;
+}
+
+/**
+ * Everything of storing decoded spans but the statements: the limits, redaction, whole traces
+ * normalized and digested (as the completer would from their stored chunks, given the same spans
+ * and ingest labels), and the rows encoded. With `pause`, awaited every few milliseconds of
+ * redacting, normalizing and encoding, so that a large request lets others in (on the thread
+ * answering requests); without, run through (a worker thread).
+ */
+export async function prepareSpans(
+  deps: PrepareDeps,
+  target: IngestTarget,
+  decoded: DecodedSpans,
+  pause: (() => Promise<void>) | undefined,
+): Promise<PreparedSpans> {
+  const result = {
+    accepted: decoded.spans.length,
+    rejected: decoded.rejected,
+    rejectReasons: decoded.rejectReasons,
+    rejectedSpans: decoded.rejectedSpans ?? [],
+  };
+  if (decoded.spans.length === 0) {
+    return { result, traces: 0, encoded: { resources: [], chunks: [], traces: [] } };
+  }
+  // Decoders given the limits dropped what was over the counts already; this cuts the keys and
+  // names, and holds spans decoded without limits to them.
+  const limited = limitSpans(decoded.spans, deps.limits);
+  // In slices: a request of megabytes of text must not hold the event loop while it is scanned.
+  const spans =
+    pause === undefined
+      ? deps.redactor.redactSpans(limited)
+      : await deps.redactor.redactSpansInSlices(limited, pause);
+  const labels = deps.redactor.redactLabels(target.labels);
+  const byTrace = new Map<string, Span[]>();
+  for (const span of spans) {
+    const list = byTrace.get(span.traceId);
+    if (list === undefined) byTrace.set(span.traceId, [span]);
+    else list.push(span);
+  }
+  const batches = await batchesOf(deps.normalize, target, byTrace, labels, pause);
+  return { result, traces: byTrace.size, encoded: await encodeAppend(batches, pause) };
+}
+
+/** One batch per trace; whole traces normalized and digested. */
+async function batchesOf(
+  normalize: TraceNormalizer | undefined,
+  target: IngestTarget,
+  byTrace: Map<string, Span[]>,
+  labels: Record<string, string>,
+  pause: (() => Promise<void>) | undefined,
+): Promise<SpanBatch[]> {
+  const out: SpanBatch[] = [];
+  let sliceStart = performance.now();
+  for (const [traceId, list] of byTrace) {
+    const batch: SpanBatch = {
+      project: target.project,
+      traceId,
+      spans: list,
+      labels,
+      source: target.source,
+    };
+    if (normalize !== undefined && list.length <= MAX_WHOLE_SPANS && isWholeTrace(list)) {
+      const trace = normalize(list, {
+        project: target.project,
+        traceId,
+        // The version stamp of a stored row: nothing is stored yet, and normalizing reads none.
+        lastSpanAt: 0,
+        labels,
+        source: target.source,
+      });
+      const { json, digest } = serializedRecord(trace.record);
+      batch.whole = { trace, digest, recordJson: json };
+      if (pause !== undefined && performance.now() - sliceStart >= NORMALIZE_SLICE_MS) {
+        await pause();
+        sliceStart = performance.now();
+      }
+    }
+    out.push(batch);
+  }
+  return out;
+}
+
 export class IngestService {
   /** `traces.limits`: the OTLP route hands them to the decoders too (see DecodeOptions.limits). */
   readonly limits: SpanLimits;
@@ -127,34 +225,31 @@ export class IngestService {
 
   /** Redacts and stores decoded spans; resolves only once they are durably written. */
   async ingest(target: IngestTarget, decoded: DecodedSpans): Promise<IngestResult> {
-    const { observer } = this.deps;
-    if (decoded.rejected > 0) observer?.onRejected('invalid_span', decoded.rejected);
-    const base = {
-      accepted: decoded.spans.length,
-      rejected: decoded.rejected,
-      rejectReasons: decoded.rejectReasons,
-      rejectedSpans: decoded.rejectedSpans ?? [],
-    };
-    if (decoded.spans.length === 0) return base;
+    return this.store(target, await prepareSpans(this.preparing, target, decoded, nextTurn));
+  }
 
-    // Decoders given the limits dropped what was over the counts already; this cuts the keys and
-    // names, and holds spans decoded without limits to them.
-    const limited = limitSpans(decoded.spans, this.limits);
-    // In slices: a request of megabytes of text must not hold the event loop while it is scanned.
-    const spans = await this.deps.redactor.redactSpansInSlices(limited, nextTurn);
-    const labels = this.deps.redactor.redactLabels(target.labels);
-    const byTrace = new Map<string, Span[]>();
-    for (const span of spans) {
-      const list = byTrace.get(span.traceId);
-      if (list === undefined) byTrace.set(span.traceId, [span]);
-      else list.push(span);
-    }
-    observer?.onReceived(spans.length, byTrace.size);
-    const batches = await this.batchesOf(target, byTrace, labels);
+  /** What `prepareSpans` needs, as this service has it (the OTLP route's worker threads too). */
+  get preparing(): PrepareDeps {
+    const { redactor, normalize } = this.deps;
+    return { redactor, limits: this.limits, ...(normalize === undefined ? {} : { normalize }) };
+  }
+
+  /**
+   * Stores spans made ready by `prepareSpans` (here, or in a worker thread): one transaction
+   * for the request, with the work items of the traces it completed; resolves only once they are
+   * durably written.
+   */
+  async store(target: IngestTarget, prepared: PreparedSpans): Promise<IngestResult> {
+    const { observer } = this.deps;
+    const { result } = prepared;
+    if (result.rejected > 0) observer?.onRejected('invalid_span', result.rejected);
+    if (result.accepted === 0) return result;
+    observer?.onReceived(result.accepted, prepared.traces);
     const started = performance.now();
     const completed = await this.deps.store.withTransaction(async (tx) => {
       const now = this.deps.clock.now();
-      const done = (await tx.traces.appendSpans(batches, now, { pause: nextTurn })).completed;
+      const done = (await tx.traces.appendEncoded(prepared.encoded, now, { pause: nextTurn }))
+        .completed;
       // Each completed trace gets its online-scoring work item in the transaction that stores it,
       // as the completer's do — in projects with a policy: a policy applies to traces completed
       // after it, and one applied before this transaction is seen by it.
@@ -179,49 +274,8 @@ export class IngestService {
       observer?.onCompleted(completed);
       this.deps.onCompleted?.(completed);
     }
-    observer?.onStored(spans.length, (performance.now() - started) / 1000);
-    return base;
-  }
-
-  /**
-   * One batch per trace; whole traces normalized and digested here, before the transaction, as
-   * the completer would from their stored chunks (given the same spans and ingest labels).
-   */
-  private async batchesOf(
-    target: IngestTarget,
-    byTrace: Map<string, Span[]>,
-    labels: Record<string, string>,
-  ): Promise<SpanBatch[]> {
-    const { normalize } = this.deps;
-    const out: SpanBatch[] = [];
-    let sliceStart = performance.now();
-    for (const [traceId, list] of byTrace) {
-      const batch: SpanBatch = {
-        project: target.project,
-        traceId,
-        spans: list,
-        labels,
-        source: target.source,
-      };
-      if (normalize !== undefined && list.length <= MAX_WHOLE_SPANS && isWholeTrace(list)) {
-        const trace = normalize(list, {
-          project: target.project,
-          traceId,
-          // The version stamp of a stored row: nothing is stored yet, and normalizing reads none.
-          lastSpanAt: 0,
-          labels,
-          source: target.source,
-        });
-        const { json, digest } = serializedRecord(trace.record);
-        batch.whole = { trace, digest, recordJson: json };
-        if (performance.now() - sliceStart >= NORMALIZE_SLICE_MS) {
-          await nextTurn();
-          sliceStart = performance.now();
-        }
-      }
-      out.push(batch);
-    }
-    return out;
+    observer?.onStored(result.accepted, (performance.now() - started) / 1000);
+    return result;
   }
 
   /**

@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { workerThread } from '../core/index.js';
 import type { WasiCall } from './wasi.js';
 import type { Ending, FromWorker, ToWorker } from './worker.js';
 
@@ -29,13 +30,7 @@ interface Slot {
 const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 };
 
 function spawn(): Worker {
-  if (import.meta.url.endsWith('.ts')) {
-    // Running from sources (tsx, vitest): the worker registers tsx before loading its entry.
-    const entry = new URL('./worker.ts', import.meta.url).href;
-    const code = `import('tsx/esm/api').then((api) => { api.register(); return import(${JSON.stringify(entry)}); })`;
-    return new Worker(code, { eval: true, resourceLimits: RESOURCE_LIMITS });
-  }
-  return new Worker(new URL('./worker.js', import.meta.url), { resourceLimits: RESOURCE_LIMITS });
+  return workerThread(new URL('./worker.js', import.meta.url), { resourceLimits: RESOURCE_LIMITS });
 }
 
 export class WorkerPool {

@@ -1,27 +1,9 @@
 import { type Expression, type SqlBool, sql } from 'kysely';
-import { CoreErrors } from '../core/index.js';
 import type { StoreDialect } from './ports.js';
 
 /** Column encodings shared by the repositories (see schema.ts for why times are epoch ms). */
 
-/** RFC 3339 → epoch ms; `field` names the argument in the error. */
-export function toMillis(iso: string, field: string): number {
-  const ms = Date.parse(iso);
-  if (!Number.isFinite(ms)) {
-    throw CoreErrors.INVALID_ARGUMENT(`${field} is not an RFC 3339 time`, {
-      details: [{ path: field, message: 'expected an RFC 3339 time' }],
-    });
-  }
-  return ms;
-}
-
-export function toMillisOrNull(iso: string | undefined, field: string): number | null {
-  return iso === undefined ? null : toMillis(iso, field);
-}
-
-export function toIso(ms: number): string {
-  return new Date(ms).toISOString();
-}
+export { toIso, toMillis, toMillisOrNull } from './times.js';
 
 /**
  * JSON with object keys sorted at every level: a resource applied again with its keys in another

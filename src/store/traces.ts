@@ -5,14 +5,20 @@ import {
   attachDetachedEvents,
   type DetachedEvents,
   type EvalRecord,
-  holdsBytes,
   type NormalizedTrace,
-  nanosToMs,
   type Span,
   type TraceRoot,
 } from '../core/index.js';
+import {
+  encodeAppend,
+  PAUSE_CHARS,
+  ROOT_RESOURCE_INLINE_MAX,
+  type StoredRoot,
+  traceKey,
+  usageColumn,
+} from './append-encoding.js';
 import { batches, placeholders } from './batches.js';
-import { decodeChunk, encodeChunk, fromJson, toJson } from './chunk-format.js';
+import { decodeChunk, fromJson } from './chunk-format.js';
 import { labelsMatch, toIso, toMillis } from './columns.js';
 import { decodePageToken, encodePageToken, pageLimit } from './page-token.js';
 import type {
@@ -20,6 +26,9 @@ import type {
   AppendResult,
   CompletionResult,
   CompletionRules,
+  EncodedAppend,
+  EncodedChunk,
+  EncodedTrace,
   Page,
   PageRequest,
   PendingTrace,
@@ -29,7 +38,6 @@ import type {
   StoredTrace,
   TraceFilter,
   TraceStore,
-  WholeTrace,
 } from './ports.js';
 import type { Database, SpanChunksTable, SpanResourcesTable, TracesTable } from './schema.js';
 import { otherLabelsMatch, planLead, resultsCheck, runList, traceIdIn } from './trace-filters.js';
@@ -37,64 +45,8 @@ import { otherLabelsMatch, planLead, resultsCheck, runList, traceIdIn } from './
 /** Rows per multi-row INSERT on PostgreSQL (SQLite's groups are smaller: batches.ts). */
 const CHUNK = 1000;
 
-/** A stored root: its resource held, or named when larger than ROOT_RESOURCE_INLINE_MAX. */
-type StoredRoot = Omit<TraceRoot, 'resource'> & { resource?: Attributes; resourceRef?: string };
-
-/**
- * Characters of resource JSON a trace's `root` column holds itself; a larger one is stored once
- * in `span_resources`. Typical resources (service, SDK, host, process) are a few hundred: they
- * stay inline and cost completion no extra statement.
- */
-const ROOT_RESOURCE_INLINE_MAX = 2048;
-
 /** Rows per read of `span_resources` (two parameters each). */
 const RESOURCE_READ = 500;
-
-/**
- * The resources of one `appendSpans` call: each distinct resource object is encoded and hashed
- * once however many spans share it, and each (project, resource) becomes one row.
- */
-class ResourceRows {
-  private readonly encoded = new Map<Attributes, { id: string; text: string }>();
-  readonly rows = new Map<string, SpanResourcesTable>();
-
-  refOf(project: string, resource: Attributes): string {
-    let known = this.encoded.get(resource);
-    if (known === undefined) {
-      const text = toJson(resource, holdsBytes(resource));
-      known = { id: createHash('sha256').update(text).digest('hex'), text };
-      this.encoded.set(resource, known);
-    }
-    const key = `${project}\u0000${known.id}`;
-    if (!this.rows.has(key)) this.rows.set(key, { project, id: known.id, attributes: known.text });
-    return known.id;
-  }
-}
-
-/** A span chunk as inserted: its format given (the column's default is for older builds). */
-type ChunkRow = Omit<SpanChunksTable, 'format'> & { format: number };
-
-/**
- * The `root` columns of one call's whole traces, as `complete` writes them (see `rootColumn`):
- * the traces of one OTLP resource share its object, so it is measured, encoded and hashed once,
- * and a large one stored once, however many traces of the request name it.
- */
-class RootColumns {
-  readonly resources = new ResourceRows();
-  private readonly inline = new Map<Attributes, boolean>();
-
-  column(project: string, root: TraceRoot): string {
-    let small = this.inline.get(root.resource);
-    if (small === undefined) {
-      small = JSON.stringify(root.resource).length <= ROOT_RESOURCE_INLINE_MAX;
-      this.inline.set(root.resource, small);
-    }
-    if (small) return JSON.stringify(root);
-    // Plain JSON: a root's bytes were made base64 text before it reached the store.
-    const ref = this.resources.refOf(project, root.resource);
-    return JSON.stringify({ attributes: root.attributes, resourceRef: ref });
-  }
-}
 
 /** `appendSpans` calls of this process, in order (8 hex digits, wrapping). */
 let callSequence = 0;
@@ -103,26 +55,8 @@ function nextCallSequence(): string {
   return callSequence.toString(16).padStart(8, '0');
 }
 
-/** Spans per chunk at most: a larger batch is stored as several chunks of its trace. */
-const SPANS_PER_CHUNK = 1000;
-
-/**
- * Characters of chunk JSON encoded or written between two pauses of `appendSpans` (a few ms of
- * work), when it is given a pause.
- */
-const PAUSE_CHARS = 1 << 20;
-
-/** A batch cut into parts of SPANS_PER_CHUNK spans; its detached events go with the first. */
-function partsOf(batch: SpanBatch): SpanBatch[] {
-  if (batch.spans.length <= SPANS_PER_CHUNK) return [batch];
-  const parts: SpanBatch[] = [];
-  for (let at = 0; at < batch.spans.length; at += SPANS_PER_CHUNK) {
-    const spans = batch.spans.slice(at, at + SPANS_PER_CHUNK);
-    const { detachedEvents: _detached, ...rest } = batch;
-    parts.push(at === 0 ? { ...batch, spans } : { ...rest, spans });
-  }
-  return parts;
-}
+/** A span chunk as inserted: its format given (the column's default is for older builds). */
+type ChunkRow = Omit<SpanChunksTable, 'format'> & { format: number };
 
 /** Consecutive runs of rows whose chunk JSON adds up to about `chars` (at least one row each). */
 function runsOf(rows: ChunkRow[], chars: number): ChunkRow[][] {
@@ -140,53 +74,6 @@ function runsOf(rows: ChunkRow[], chars: number): ChunkRow[][] {
   }
   if (run.length > 0) runs.push(run);
   return runs;
-}
-
-/** The earliest start of a batch: its spans', else its detached events', else `now`. */
-function batchStartMs(batch: SpanBatch, now: number): number {
-  let start = Number.POSITIVE_INFINITY;
-  for (const s of batch.spans) start = Math.min(start, nanosToMs(s.startTimeUnixNano));
-  if (start === Number.POSITIVE_INFINITY) {
-    for (const d of batch.detachedEvents ?? []) {
-      for (const e of d.events) {
-        const at = nanosToMs(e.timeUnixNano);
-        if (at > 0) start = Math.min(start, at);
-      }
-    }
-  }
-  return start === Number.POSITIVE_INFINITY ? now : Math.floor(start);
-}
-
-/** A trace's key in the maps of one call or read: project NUL trace id. */
-function traceKey(project: string, traceId: string): string {
-  return `${project}\u0000${traceId}`;
-}
-
-/** A trace of one `appendSpans` call: its batches merged, and whether it arrived whole. */
-interface CallTrace {
-  batch: SpanBatch;
-  rootEndedAt: number | null;
-  whole: WholeTrace | undefined;
-}
-
-/**
- * One entry per trace of an `appendSpans` call (by `traceKey`). Several batches of one
- * trace are merged, and their union, no longer known to be whole, is left to the completer.
- */
-function tracesOf(spanBatches: readonly SpanBatch[], now: number): Map<string, CallTrace> {
-  const traces = new Map<string, CallTrace>();
-  for (const b of spanBatches) {
-    const key = traceKey(b.project, b.traceId);
-    const rootEnded = b.spans.some((s) => s.parentSpanId === '') ? now : null;
-    const prev = traces.get(key);
-    if (prev === undefined) traces.set(key, { batch: b, rootEndedAt: rootEnded, whole: b.whole });
-    else {
-      prev.batch = { ...prev.batch, labels: { ...prev.batch.labels, ...b.labels } };
-      prev.rootEndedAt ??= rootEnded;
-      prev.whole = undefined;
-    }
-  }
-  return traces;
 }
 
 /** The columns of an open trace's row, as `appendSpans` inserts it. */
@@ -263,12 +150,6 @@ export function fromRow(
   };
 }
 
-/** The record's token counts and cost for the `usage` column (null when it has none). */
-function usageColumn(record: EvalRecord): string | null {
-  const { latencyMs: _latency, ...usage } = record.usage ?? {};
-  return Object.keys(usage).length === 0 ? null : JSON.stringify(usage);
-}
-
 export class KyselyTraceStore implements TraceStore {
   constructor(
     private readonly db: Kysely<Database>,
@@ -280,85 +161,88 @@ export class KyselyTraceStore implements TraceStore {
     now: number,
     options: AppendOptions = {},
   ): Promise<AppendResult> {
+    return this.appendEncoded(await encodeAppend(spanBatches, options.pause), now, options);
+  }
+
+  async appendEncoded(
+    encoded: EncodedAppend,
+    now: number,
+    options: AppendOptions = {},
+  ): Promise<AppendResult> {
     const { pause } = options;
-    const traces = tracesOf(spanBatches, now);
     // Chunk keys order by arrival: the time, then this process's call sequence (calls within one
     // millisecond — two requests of one exporter — keep their order: a span sent again replaces
     // the earlier copy, and detached events past the cap are the later ones), then a random part
     // that keeps them unique across replicas, then the batch index (and, for the parts of a large
     // batch after its first, the part's), without a random draw per trace.
     const stamp = `${String(now).padStart(13, '0')}-${nextCallSequence()}-${randomBytes(4).toString('hex')}`;
-    const resources = new ResourceRows();
-    const chunks: ChunkRow[] = [];
-    // A whole trace's one chunk goes in its `traces` row (migration 22), not a row of its own.
-    const inline = new Map<string, ChunkRow>();
-    const refOf = (project: string) => (resource: Attributes) => resources.refOf(project, resource);
-    let sincePause = 0;
-    for (let i = 0; i < spanBatches.length; i++) {
-      const batch = spanBatches[i]!;
-      const key = `${stamp}-${String(i).padStart(5, '0')}`;
-      const parts = partsOf(batch);
-      const trace = traceKey(batch.project, batch.traceId);
-      const inlined = parts.length === 1 && traces.get(trace)?.whole !== undefined;
-      for (const [n, part] of parts.entries()) {
-        const { format, text } = encodeChunk(part, refOf(part.project));
-        const row = {
-          project: part.project,
-          trace_id: part.traceId,
-          chunk: n === 0 ? key : `${key}-${String(n).padStart(4, '0')}`,
-          spans: text,
-          format,
-        };
-        if (inlined) inline.set(trace, row);
-        else chunks.push(row);
-        sincePause += text.length;
-        if (pause !== undefined && sincePause >= PAUSE_CHARS) {
-          await pause();
-          sincePause = 0;
+    const chunkRow = (
+      project: string,
+      traceId: string,
+      c: Omit<EncodedChunk, 'project' | 'traceId'>,
+    ): ChunkRow => ({
+      project,
+      trace_id: traceId,
+      chunk: `${stamp}-${c.key}`,
+      spans: c.text,
+      format: c.format,
+    });
+    await this.insertResources(encoded.resources);
+    await this.insertChunks(
+      encoded.chunks.map((c) => chunkRow(c.project, c.traceId, c)),
+      pause,
+    );
+    const { completed, reopened } = await this.traceRows(encoded.traces, now);
+    // A whole trace whose row was there already (earlier spans, a retry) keeps that row's spans:
+    // its chunk joins the trace's other chunks. Its batch was the call's first of the trace.
+    const late: ChunkRow[] = [];
+    if (reopened.size > 0) {
+      for (const t of encoded.traces) {
+        const chunk = t.whole?.chunk;
+        if (chunk !== undefined && reopened.has(traceKey(t.project, t.traceId))) {
+          late.push(chunkRow(t.project, t.traceId, chunk));
         }
       }
     }
-    await this.insertResources([...resources.rows.values()]);
-    await this.insertChunks(chunks, pause);
-    const { completed, reopened } = await this.traceRows(traces, inline, now);
-    // A whole trace whose row was there already (earlier spans, a retry) keeps that row's spans:
-    // its chunk joins the trace's other chunks.
-    await this.insertChunks(
-      reopened.flatMap((key) => inline.get(key) ?? []),
-      pause,
-    );
+    await this.insertChunks(late, pause);
     return { completed };
   }
 
   /**
-   * The `traces` rows of an `appendSpans` call: each trace opened or re-opened, except a whole
-   * trace with no row yet, which is inserted complete, with its chunk when `inline` has it.
-   * Returns those completed on arrival, and the keys of whole traces whose row existed (re-opened).
+   * The `traces` rows of a call: each trace opened or re-opened, except a whole trace with no
+   * row yet, which is inserted complete, with its chunk when it has one. Returns those completed
+   * on arrival, and the keys of whole traces whose row existed (re-opened).
    */
   private async traceRows(
-    traces: Map<string, CallTrace>,
-    inline: ReadonlyMap<string, ChunkRow>,
+    traces: readonly EncodedTrace[],
     now: number,
-  ): Promise<{ completed: AppendResult['completed']; reopened: string[] }> {
+  ): Promise<{ completed: AppendResult['completed']; reopened: Set<string> }> {
     const open: unknown[][] = [];
     const whole: unknown[][] = [];
-    const roots = new RootColumns();
-    for (const [key, { batch, rootEndedAt, whole: done }] of traces) {
+    for (const t of traces) {
       // Placeholders until completion writes the summary; an open trace is not listed.
-      const row = [
-        batch.project,
-        batch.traceId,
-        batch.source,
-        JSON.stringify(batch.labels),
+      const row: unknown[] = [
+        t.project,
+        t.traceId,
+        t.source,
+        t.labels,
         now,
         now,
-        rootEndedAt,
-        batchStartMs(batch, now),
+        t.rootEnded ? now : null,
+        t.startMs ?? now,
       ];
-      if (done === undefined) open.push(row);
-      else whole.push(this.completedColumns(row, done, now, roots, inline.get(key)));
+      if (t.whole === undefined) open.push(row);
+      else {
+        row[7] = t.whole.startMs;
+        row.push(
+          now,
+          ...t.whole.columns,
+          t.whole.chunk?.text ?? null,
+          t.whole.chunk?.format ?? null,
+        );
+        whole.push(row);
+      }
     }
-    await this.insertResources([...roots.resources.rows.values()]);
     // A row that exists already (earlier spans of the trace, or this batch sent again) is
     // re-opened as for any batch: the completer then completes the union of its spans. Its
     // inline spans, if any, stay.
@@ -377,7 +261,7 @@ export class KyselyTraceStore implements TraceStore {
       );
     }
     const completed: AppendResult['completed'] = [];
-    const reopened: string[] = [];
+    const reopened = new Set<string>();
     for (const part of batches(this.dialect, whole, CHUNK)) {
       // `completed_at` is returned non-null only by rows inserted here; a re-opened row has null.
       const result = await this.db.executeQuery<{
@@ -401,42 +285,10 @@ export class KyselyTraceStore implements TraceStore {
             digest: r.digest,
             firstSeenAt: now,
           });
-        else reopened.push(traceKey(r.project, r.trace_id));
+        else reopened.add(traceKey(r.project, r.trace_id));
       }
     }
     return { completed, reopened };
-  }
-
-  /**
-   * An open row's values followed by those `complete` writes, then the trace's inline chunk (or
-   * nulls): WHOLE_COLUMNS' order. Appends to `row`.
-   */
-  private completedColumns(
-    row: unknown[],
-    whole: WholeTrace,
-    now: number,
-    roots: RootColumns,
-    chunk: ChunkRow | undefined,
-  ): unknown[] {
-    const s = whole.trace.summary;
-    // The summary's start, not the earliest span's: what `complete` stores.
-    row[7] = toMillis(s.startTime, 'startTime');
-    row.push(
-      now,
-      s.service.replaceAll('\u0000', '\ufffd'),
-      s.name.replaceAll('\u0000', '\ufffd'),
-      s.durationMs,
-      s.steps,
-      s.error ? 1 : 0,
-      JSON.stringify(s.labels),
-      whole.digest,
-      whole.recordJson ?? JSON.stringify(whole.trace.record),
-      whole.trace.root === undefined ? null : roots.column(row[0] as string, whole.trace.root),
-      usageColumn(whole.trace.record),
-      chunk?.spans ?? null,
-      chunk?.format ?? null,
-    );
-    return row;
   }
 
   /**

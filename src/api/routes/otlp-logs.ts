@@ -12,15 +12,23 @@ import { type OtlpRouteDeps, postOtlp } from './otlp.js';
  */
 export async function otlpLogRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Promise<void> {
   otlpBodyParsers(app, deps.bodyLimit);
-  postOtlp(app, '/v1/logs', deps, 'logs', async ({ project, labels, encoding, body, options }) => {
-    const decoded =
-      encoding === 'protobuf'
-        ? decodeOtlpLogsProtobuf(body as Buffer, options)
-        : decodeOtlpLogsJson(body as string, options);
-    const result = await deps.ingest.ingestLogs({ project, labels, source: '' }, decoded);
-    return {
-      rejected: result.rejected,
-      message: logsPartialSuccessMessage(result.rejected, result.rejectReasons, result.ignored),
-    };
-  });
+  postOtlp(
+    app,
+    '/v1/logs',
+    deps,
+    'logs',
+    async ({ project, labels, encoding, body, options }, turn) => {
+      const result = await turn(async () => {
+        const decoded =
+          encoding === 'protobuf'
+            ? decodeOtlpLogsProtobuf(body as Buffer, options)
+            : decodeOtlpLogsJson(body as string, options);
+        return deps.ingest.ingestLogs({ project, labels, source: '' }, decoded);
+      });
+      return {
+        rejected: result.rejected,
+        message: logsPartialSuccessMessage(result.rejected, result.rejectReasons, result.ignored),
+      };
+    },
+  );
 }

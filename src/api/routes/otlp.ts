@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { authorize } from '../../auth/index.js';
 import {
-  decodeOtlpJsonInSlices,
-  decodeOtlpProtobufInSlices,
   type IngestService,
-  nextTurn,
+  type PrepareThreads,
+  receiveOtlpTraces,
+  type WriteTurn,
 } from '../../ingest/index.js';
 import type { Turnstile, WriteAdmission } from '../admission.js';
 import { one, type Query } from '../context.js';
-import { decodedPayload, inTurn, otlpBodyParsers } from '../otlp-body.js';
+import { decodedPayload, heldForTurn, otlpBodyParsers } from '../otlp-body.js';
 import {
   exportResponse,
   OTLP_CONTENT_TYPE,
@@ -19,6 +19,8 @@ import {
 
 export interface OtlpRouteDeps {
   ingest: IngestService;
+  /** Threads preparing trace requests before their turn; undefined: prepared in the turn. */
+  threads: PrepareThreads | undefined;
   bodyLimit: number;
   maxAttributeBytes: number;
   /** Counts the bytes of inflated bodies against the write budget. */
@@ -39,15 +41,18 @@ export interface OtlpRequest {
 
 /**
  * `POST <path>` as every OTLP/HTTP receiver serves it: admitted as a write (admission.ts) before
- * its body is read, authorized for `traces.write`, decoded and stored by `receive` in its turn,
- * then answered in the request's encoding only once stored.
+ * its body is read, authorized for `traces.write`, decoded and stored by `receive` (which stores
+ * in `turn`), then answered in the request's encoding only once stored.
  */
 export function postOtlp(
   app: FastifyInstance,
   path: string,
   deps: OtlpRouteDeps,
   signal: 'traces' | 'logs',
-  receive: (request: OtlpRequest) => Promise<{ rejected: number; message: string }>,
+  receive: (
+    request: OtlpRequest,
+    turn: WriteTurn,
+  ) => Promise<{ rejected: number; message: string }>,
 ): void {
   app.post(
     path,
@@ -65,14 +70,17 @@ export function postOtlp(
       const encoding = otlpEncodingOf(request.headers['content-type']);
       const raw = request.body as Buffer | string;
       const body = encoding === 'protobuf' || typeof raw === 'string' ? raw : raw.toString('utf8');
-      const { rejected, message } = await inTurn(request, reply, deps.turns, () =>
-        receive({
-          project,
-          labels: { ...request.principal.labels },
-          encoding,
-          body,
-          options: { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits },
-        }),
+      const { rejected, message } = await heldForTurn(request, reply, deps.turns, (turn) =>
+        receive(
+          {
+            project,
+            labels: { ...request.principal.labels },
+            encoding,
+            body,
+            options: { maxAttributeBytes: deps.maxAttributeBytes, limits: deps.ingest.limits },
+          },
+          turn,
+        ),
       );
       return reply
         .type(OTLP_CONTENT_TYPE[encoding])
@@ -92,14 +100,13 @@ export async function otlpRoutes(app: FastifyInstance, deps: OtlpRouteDeps): Pro
     '/v1/traces',
     deps,
     'traces',
-    async ({ project, labels, encoding, body, options }) => {
-      // In slices: a body of megabytes must not hold health checks and other requests while it is
-      // read (but for JSON.parse, which cannot be cut).
-      const decoded =
-        encoding === 'protobuf'
-          ? await decodeOtlpProtobufInSlices(body as Buffer, options, nextTurn)
-          : await decodeOtlpJsonInSlices(body as string, options, nextTurn);
-      const result = await deps.ingest.ingest({ project, labels, source: '' }, decoded);
+    async ({ project, labels, encoding, body, options }, turn) => {
+      // In a worker thread when one runs, else in slices in the turn: a body of megabytes must
+      // not hold health checks and other requests while it is read (but for JSON.parse, which
+      // cannot be cut).
+      const target = { project, labels, source: '' };
+      const request = { target, encoding, body, options };
+      const result = await receiveOtlpTraces(deps.ingest, deps.threads, request, turn);
       return {
         rejected: result.rejected,
         message: partialSuccessMessage(result.rejected, result.rejectReasons, result.rejectedSpans),

@@ -61,6 +61,57 @@ export interface WholeTrace {
   recordJson?: string;
 }
 
+/**
+ * An `appendSpans` call's rows, encoded: the span chunks, resources and trace rows as the
+ * statements write them, but for the call's time (`now`) and its chunk keys' stamp, which the
+ * write adds. Pure text and numbers, so that a worker thread can encode what the thread holding
+ * the store's connection then writes (src/ingest/prepare-worker.ts); see `encodeAppend` in append-encoding.ts.
+ */
+export interface EncodedAppend {
+  /** Distinct resources of the call's spans and of its whole traces' large root resources. */
+  resources: { project: string; id: string; attributes: string }[];
+  /** `span_chunks` rows; their key is the call's stamp, `-`, then `key`. */
+  chunks: EncodedChunk[];
+  /** One per trace of the call, in call order. */
+  traces: EncodedTrace[];
+}
+
+export interface EncodedChunk {
+  project: string;
+  traceId: string;
+  /** The chunk key's part after the call's stamp: the batch's index, and the part's after the first. */
+  key: string;
+  text: string;
+  format: number;
+}
+
+export interface EncodedTrace {
+  project: string;
+  traceId: string;
+  source: string;
+  /** The ingest labels, JSON. */
+  labels: string;
+  /** Whether the call brought the trace's root (its `root_ended_at` is then the call's time). */
+  rootEnded: boolean;
+  /** The earliest start (ms) of its spans, else of its detached events; null: the call's time. */
+  startMs: number | null;
+  /** A whole trace, inserted complete when it has no row yet. */
+  whole?: EncodedWhole;
+}
+
+/** The columns `complete` writes for a whole trace (WHOLE_COLUMNS after `completed_at`). */
+export interface EncodedWhole {
+  /** The summary's start (ms), which the row's `start_ms` takes. */
+  startMs: number;
+  /** service, name, duration_ms, steps, error, labels, digest, record, root, usage. */
+  columns: (string | number | null)[];
+  /**
+   * Its one chunk, held in the row (migration 22); absent when it took several. `key` is the
+   * chunk's key after the stamp, for when the trace has a row already and it becomes a chunk row.
+   */
+  chunk?: { text: string; format: number; key: string };
+}
+
 /** What `appendSpans` did beyond storing spans. */
 export interface AppendResult {
   /**
@@ -142,6 +193,15 @@ export interface TraceStore {
    */
   appendSpans(
     batches: readonly SpanBatch[],
+    now: number,
+    options?: AppendOptions,
+  ): Promise<AppendResult>;
+  /**
+   * `appendSpans` of batches encoded before (`encodeAppend`), on
+   * another thread perhaps: only the statements are left.
+   */
+  appendEncoded(
+    encoded: EncodedAppend,
     now: number,
     options?: AppendOptions,
   ): Promise<AppendResult>;
