@@ -145,4 +145,13 @@ describe('Turnstile', () => {
     first();
     (await next)();
   });
+
+  it('gives no turn to a request whose client hung up before it asked (while it was prepared)', async () => {
+    const t = new Turnstile(1, 5000, admission(10, 1000).a);
+    const hungUp = new AbortController();
+    hungUp.abort();
+    await expect(t.take(hungUp.signal)).rejects.toMatchObject({ code: 'OVERLOADED' });
+    // The turn is still free.
+    (await t.take())();
+  });
 });

@@ -253,6 +253,10 @@ export class Turnstile {
    * or once `signal` aborts (the client hung up: its body is let go without being worked on).
    */
   async take(signal?: AbortSignal): Promise<() => void> {
+    // A client that left while its request was prepared (in a worker thread) gets no turn either.
+    if (signal?.aborted === true) {
+      throw ApiErrors.OVERLOADED('the client left before its request had its turn');
+    }
     const enqueuedAt = this.now();
     await new Promise<void>((resolve, reject) => {
       this.queue.push(resolve);
