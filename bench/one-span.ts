@@ -22,9 +22,9 @@
  * this one run by run; BENCH_ONE_SPAN_ROUNDS (default 1) pairs of runs per id shape.
  *
  * Target (issue 24): ≥ 25k one-span traces/s stored and complete on SQLite, both id shapes, with
- * the policy applied. Not reached: 8–10k/s with random ids and 11–14k/s time-ordered on 2 cores
- * (docs/performance.md, "One-span traces" and the sections after it, has each step's figures and
- * where the request thread's time goes).
+ * the policy applied. Not reached: 11.7–12.4k/s with random ids and 14.3–14.4k/s time-ordered on
+ * 2 cores, requests prepared in a worker thread (docs/performance.md, "One-span traces" and the
+ * sections after it, has each step's figures and where the threads' time goes).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
