@@ -155,9 +155,10 @@ export function localRuns(runs: LocalRuns, kit: LocalKit): RunsBackend {
         // Nothing left to claim: the run is final, or its execution failed and it stays leased.
         const run = await runs.service.progress(OPEN_PRINCIPAL, undefined, id);
         if (!isFinal(run.status)) {
+          const cause = runs.executor.failureOf(id);
           throw new CliExit(
             EXIT.ERROR,
-            `run ${id} stopped before finishing (${statusText(run.status)}); run \`touchstone run\` again on this data dir to resume it once its lease lapses`,
+            `run ${id} stopped before finishing (${statusText(run.status)})${cause === undefined ? '' : `: its execution failed (${cause})`}; run \`touchstone run\` again on this data dir to resume it once its lease lapses`,
           );
         }
       });

@@ -454,8 +454,12 @@ for (const variant of storeVariants()) {
         createdBy: 'open',
         createdAt: clock.now(),
       });
-      await executor('g').drain();
+      const g = executor('g');
+      await g.drain();
       expect((await store.runs.get(boom.id, { spec: false }))?.status).toBe('RUN_STATUS_RUNNING');
+      // …and the executor can say why, for the CLI that drove it.
+      expect(g.failureOf(boom.id)).toBe('disk on fire');
+      expect(g.failureOf(gone.id)).toBeUndefined();
     });
 
     it('refuses to delete pending and running runs, then deletes the finished run with its results', async () => {

@@ -22,6 +22,9 @@ import { isFinal } from './states.js';
 import { type MetricSummary, SummaryBuilder } from './summaries.js';
 import { createTarget, type Target, type TargetDeps, type TargetOutput } from './targets/index.js';
 
+/** Runs whose last failed execution an executor keeps the cause of (see `failureOf`). */
+const FAILURES_KEPT = 100;
+
 /**
  * The run executor. Every replica runs one: it claims pending runs, and running runs whose lease
  * lapsed (their executor died), holds each under a lease it renews, and works through its items
@@ -182,6 +185,8 @@ export class RunExecutor {
   private readonly options: RunExecutorOptions;
   private readonly loop: BackgroundLoop;
   private readonly active = new Map<string, Execution>();
+  /** Why executions of runs failed here, the latest per run (at most FAILURES_KEPT runs). */
+  private readonly failures = new Map<string, string>();
   private readonly listeners = new Set<() => void>();
   readonly holder: string;
 
@@ -233,12 +238,13 @@ export class RunExecutor {
       claimed++;
       const controller = new AbortController();
       const done = this.execute(run, controller)
-        .catch((err) =>
+        .catch((err: unknown) => {
+          this.failed(run.id, err);
           this.deps.logger?.warn(
             { err, runId: run.id },
             'run execution failed; another executor adopts it when its lease lapses',
-          ),
-        )
+          );
+        })
         .finally(() => {
           this.active.delete(run.id);
           this.notify();
@@ -247,6 +253,22 @@ export class RunExecutor {
       this.active.set(run.id, { controller, done });
     }
     return claimed;
+  }
+
+  /**
+   * Why this executor's last execution of a run failed (the run stays leased, for another try),
+   * if it did: what a caller driving it (the CLI's embedded mode) tells its user.
+   */
+  failureOf(id: string): string | undefined {
+    return this.failures.get(id);
+  }
+
+  private failed(id: string, err: unknown): void {
+    this.failures.delete(id);
+    this.failures.set(id, err instanceof Error ? err.message : String(err));
+    if (this.failures.size > FAILURES_KEPT) {
+      this.failures.delete(this.failures.keys().next().value as string);
+    }
   }
 
   /** Claims and executes runs until none is left to claim (tests; the CLI's embedded mode). */
