@@ -103,7 +103,6 @@ function received(sent: SentError): Error {
 }
 
 interface Job {
-  id: number;
   resolve: (prepared: PreparedSpans) => void;
   reject: (err: Error) => void;
 }
@@ -145,7 +144,7 @@ export class PrepareThreads {
     while (this.slots.length < this.deps.size) this.slots.push(this.spawn(0));
   }
 
-  /** Workers that run (for tests and the start-up log). */
+  /** Workers that run (ready for requests). */
   get running(): number {
     return this.slots.filter((s) => s.ready).length;
   }
@@ -163,7 +162,7 @@ export class PrepareThreads {
     const id = ++this.nextId;
     const { worker, jobs } = slot;
     return new Promise((resolve, reject) => {
-      jobs.set(id, { id, resolve, reject });
+      jobs.set(id, { resolve, reject });
       worker.postMessage({ id, request } satisfies ToPrepareWorker);
     });
   }
