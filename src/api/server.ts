@@ -47,8 +47,10 @@ import { rpcRoutes } from './rpc/plugin.js';
 export interface ServerDeps {
   logger: FastifyBaseLogger;
   bodyLimit: number;
-  /** Longest a client may take to send a whole HTTP/1.1 request; 0 = no limit. */
+  /** Longest a client may take to send a whole request (HTTP/1.1 or an HTTP/2 stream); 0 = no limit. */
   requestTimeoutMs: number;
+  /** Most connections open at once; past it new ones are closed at once. */
+  maxConnections?: number;
   authRequired: boolean;
   /** Resolves bearer credentials (API keys, identity-provider tokens) on every door. */
   bearer: BearerAuthenticator;
@@ -115,6 +117,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         requestTimeout: options.requestTimeout as number | undefined,
         connectionTimeout: options.connectionTimeout as number | undefined,
         checkIntervalMs: CONNECTION_CHECK_INTERVAL_MS,
+        ...(deps.maxConnections === undefined
+          ? {}
+          : {
+              maxConnections: deps.maxConnections,
+              onDropped: (count: number) =>
+                deps.logger.warn(
+                  { count, limit: deps.maxConnections },
+                  'connections closed at once: the server is at limits.max_connections',
+                ),
+            }),
       }),
   });
 

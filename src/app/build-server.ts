@@ -49,6 +49,7 @@ export async function buildHttpServer(
     logger: deps.logger,
     bodyLimit: config.limits.max_body_bytes,
     requestTimeoutMs: config.limits.request_timeout,
+    maxConnections: config.limits.max_connections,
     authRequired: authRequired(config),
     maxAttributeBytes: config.traces.max_attribute_bytes,
     uiDir: config.ui.enabled ? (config.ui.assets_dir ?? DEFAULT_UI_DIR) : undefined,

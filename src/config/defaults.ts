@@ -15,6 +15,7 @@ export const DEFAULTS = {
     maxInflightWriteRequests: 32,
     maxInflightWriteBytes: 32 * 1024 * 1024,
     requestTimeout: '60s',
+    maxConnections: 4096,
   },
   traces: {
     completionGrace: '2s',

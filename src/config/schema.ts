@@ -270,11 +270,18 @@ export const ConfigSchema = z
          */
         max_inflight_write_bytes: z.int().positive().default(DEFAULTS.limits.maxInflightWriteBytes),
         /**
-         * Longest a client may take to send a whole request (headers and body) over HTTP/1.1;
-         * past it the server answers 408 and closes the connection, so a client trickling a body
-         * cannot hold a write's place for ever. Checked every 5 s. `0` turns it off.
+         * Longest a client may take to send a whole request (headers and body); past it the
+         * server answers 408 and closes the connection over HTTP/1.1 (checked every 5 s), and
+         * resets the stream over HTTP/2, so a client trickling a body cannot hold a write's place
+         * for ever. `0` turns it off.
          */
         request_timeout: durationMs.prefault(DEFAULTS.limits.requestTimeout),
+        /**
+         * Connections open at once (HTTP/1.1 and HTTP/2 together); past it new connections are
+         * closed at once, and a warning is logged at most once a minute. Keep it under the
+         * process's open-files limit (`ulimit -n`), which the database's files share.
+         */
+        max_connections: z.int().positive().default(DEFAULTS.limits.maxConnections),
       })
       .prefault({}),
     traces: z

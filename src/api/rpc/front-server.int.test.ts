@@ -132,4 +132,62 @@ describe('front server', () => {
       await new Promise<void>((resolve) => refusing.close(() => resolve()));
     }
   });
+
+  /** A server of its own with these options, listening; `stop()` closes every connection. */
+  async function serving(options: Parameters<typeof createFrontServer>[1]) {
+    const own = createFrontServer((_req, res) => res.end('ok'), options);
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+    return {
+      port: (own.address() as { port: number }).port,
+      stop: () => {
+        own.closeAllConnections();
+        return new Promise<void>((resolve) => own.close(() => resolve()));
+      },
+    };
+  }
+
+  it('closes an HTTP/2 session idle for the keep-alive timeout, with GOAWAY', async () => {
+    const own = await serving({ keepAliveTimeout: 300 });
+    try {
+      const session = connectHttp2(`http://127.0.0.1:${own.port}`);
+      session.on('error', () => undefined);
+      const started = performance.now();
+      const goaway = new Promise<number>((resolve) => session.once('goaway', resolve));
+      const closed = new Promise<number>((resolve) =>
+        session.once('close', () => resolve(performance.now() - started)),
+      );
+      expect(await goaway).toBe(0); // NO_ERROR
+      expect(await closed).toBeGreaterThanOrEqual(250);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('closes connections past maxConnections at once, and reports them', async () => {
+    const dropped: number[] = [];
+    const own = await serving({ maxConnections: 2, onDropped: (n) => dropped.push(n) });
+    const open = () => {
+      const socket = connectTcp(own.port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      return { socket, closed, connected: new Promise((r) => socket.once('connect', r)) };
+    };
+    try {
+      const held = [open(), open()];
+      await Promise.all(held.map((c) => c.connected));
+      // The server counts a connection once it accepted it; give it that turn.
+      await new Promise((r) => setTimeout(r, 50));
+      const third = open();
+      await third.closed;
+      expect(dropped).toEqual([1]);
+      held[0]?.socket.destroy();
+      await held[0]?.closed;
+      await new Promise((r) => setTimeout(r, 50));
+      const res = await fetch(`http://127.0.0.1:${own.port}/`);
+      expect(await res.text()).toBe('ok');
+      held[1]?.socket.destroy();
+    } finally {
+      await own.stop();
+    }
+  });
 });

@@ -9,6 +9,8 @@ import {
   type Http2ServerRequest,
   type Http2ServerResponse,
   type Http2Session,
+  constants as http2Constants,
+  type ServerHttp2Stream,
 } from 'node:http2';
 import type { Socket } from 'node:net';
 import { Duplex } from 'node:stream';
@@ -33,6 +35,10 @@ export interface FrontServerOptions {
   prefaceTimeoutMs?: number;
   /** How often HTTP/1.1 connections are checked against the request and headers timeouts. */
   checkIntervalMs?: number;
+  /** Most connections open at once, both protocols; past it new ones are closed at once. */
+  maxConnections?: number;
+  /** Called (at most once a minute) when connections were closed for `maxConnections`. */
+  onDropped?: (count: number) => void;
 }
 
 /** Flow-control window: with HTTP/2's default 64 KiB, a large upload stalls on WINDOW_UPDATEs. */
@@ -104,6 +110,40 @@ function lingerOnClose(socket: Socket): void {
 }
 
 /**
+ * Resets a stream whose client has not sent its whole request (headers and body) `timeoutMs`
+ * after it began, as HTTP/1.1's `requestTimeout` closes such a connection (after a 408; an
+ * HTTP/2 stream is reset with CANCEL instead, since its answer belongs to the handler).
+ */
+function cutIfUnsent(stream: ServerHttp2Stream, timeoutMs: number): void {
+  const timer = setTimeout(() => {
+    if (stream.closed || stream.destroyed || stream.state.remoteClose === 1) return;
+    stream.close(http2Constants.NGHTTP2_CANCEL);
+  }, timeoutMs);
+  timer.unref();
+  stream.once('close', () => clearTimeout(timer));
+}
+
+/** How often connections closed for `maxConnections` are reported. */
+const DROP_REPORT_MS = 60_000;
+
+function countDrops(server: Server, onDropped: ((count: number) => void) | undefined): void {
+  let dropped = 0;
+  let timer: NodeJS.Timeout | undefined;
+  server.on('drop', () => {
+    dropped += 1;
+    if (onDropped === undefined || timer !== undefined) return;
+    onDropped(dropped);
+    dropped = 0;
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (dropped > 0) onDropped(dropped);
+      dropped = 0;
+    }, DROP_REPORT_MS);
+    timer.unref();
+  });
+}
+
+/**
  * Returns an `http.Server` (what Fastify expects from `serverFactory`) that also speaks h2c.
  * `close()`, `closeIdleConnections()` and `closeAllConnections()` also close the HTTP/2
  * sessions (gracefully, with GOAWAY, or at once).
@@ -127,6 +167,10 @@ export function createFrontServer(handler: Handler, options: FrontServerOptions 
   if (options.connectionTimeout !== undefined && options.connectionTimeout > 0) {
     h1.setTimeout(options.connectionTimeout);
   }
+  if (options.maxConnections !== undefined) {
+    h1.maxConnections = options.maxConnections;
+    countDrops(h1, options.onDropped);
+  }
   const h2 = createHttp2Server(
     { settings: { initialWindowSize: WINDOW_BYTES } },
     handler as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
@@ -137,6 +181,16 @@ export function createFrontServer(handler: Handler, options: FrontServerOptions 
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
+  // HTTP/1.1's limits, held for HTTP/2 too, which Node's HTTP/2 server has none of: without them
+  // one connection could keep a write's place for ever with streams that never send their body,
+  // and an idle session stayed open for ever.
+  if (options.keepAliveTimeout !== undefined && options.keepAliveTimeout > 0) {
+    h2.setTimeout(options.keepAliveTimeout);
+    // A session with no frame either way that long: GOAWAY, its open streams still answered.
+    h2.on('timeout', (session: Http2Session) => session.close());
+  }
+  const requestTimeout = options.requestTimeout ?? 0;
+  if (requestTimeout > 0) h2.on('stream', (stream) => cutIfUnsent(stream, requestTimeout));
 
   const serveH1 = h1.listeners('connection') as ((socket: Socket) => void)[];
   h1.removeAllListeners('connection');
@@ -165,7 +219,12 @@ export function createFrontServer(handler: Handler, options: FrontServerOptions 
       const protocol = protocolOf(head);
       if (protocol !== undefined) decide(protocol);
     };
-    const onEnd = () => decide('h1');
+    // Closed before its first request could be read: nothing to answer. Handed to the HTTP/1.1
+    // server after its end, the socket would stay half-open until the headers timeout.
+    const onEnd = () => {
+      clearTimeout(timer);
+      socket.destroy();
+    };
     const onError = () => socket.destroy();
     const timer = setTimeout(() => decide('h1'), prefaceTimeoutMs);
     timer.unref();
