@@ -123,9 +123,12 @@ function cutIfUnsent(stream: ServerHttp2Stream, timeoutMs: number): void {
   stream.once('close', () => clearTimeout(timer));
 }
 
-/** How often connections closed for `maxConnections` are reported. */
 const DROP_REPORT_MS = 60_000;
 
+/**
+ * Reports connections closed for `maxConnections`: the first at once, then those of the minute
+ * after it in one call, so that a flood of them logs a line a minute.
+ */
 function countDrops(server: Server, onDropped: ((count: number) => void) | undefined): void {
   let dropped = 0;
   let timer: NodeJS.Timeout | undefined;
