@@ -66,6 +66,8 @@ const BACKLOG = process.env.BENCH_ONLINE_BACKLOG !== '0';
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 /** BENCH_ONLINE_WORKER=0 scores on the server's request thread (`online.worker: false`). */
 const IN_PROCESS = process.env.BENCH_ONLINE_WORKER === '0';
+/** BENCH_ONLINE_INGEST_THREADS=N sets `traces.ingest_threads` (else the default, 0). */
+const INGEST_THREADS = process.env.BENCH_ONLINE_INGEST_THREADS ?? '';
 const POLICIES = ['agent-health', 'travel-loops'] as const;
 
 function policy(name: string, spec: Record<string, unknown>) {
@@ -786,7 +788,7 @@ async function run(label: string, store: string): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-online-'));
   writeFileSync(
     join(dataDir, 'config.yaml'),
-    `log_level: warn\n${store}limits:\n  max_body_bytes: 67108864\ntraces:\n  completion_grace: ${GRACE_MS}ms\n${IN_PROCESS ? 'online:\n  worker: false\n' : ''}`,
+    `log_level: warn\n${store}limits:\n  max_body_bytes: 67108864\ntraces:\n  completion_grace: ${GRACE_MS}ms\n${INGEST_THREADS === '' ? '' : `  ingest_threads: ${INGEST_THREADS}\n`}${IN_PROCESS ? 'online:\n  worker: false\n' : ''}`,
   );
   const port = await freePort();
   const profileDir =

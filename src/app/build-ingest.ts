@@ -12,16 +12,6 @@ import { compileRedaction } from '../redaction/index.js';
 import type { BuildBase } from './base.js';
 
 /**
- * `traces.ingest_threads`, by default one on SQLite, where the thread writing was what limited
- * ingest, and none on PostgreSQL, where the writes' round trips limit it (16–19k spans/s with or
- * without on two cores) and the worker's heap took the server past its 300 MB budget
- * (docs/performance.md).
- */
-function ingestThreads(config: Readonly<Config>): number {
-  return config.traces.ingest_threads ?? (config.store.driver === 'sqlite' ? 1 : 0);
-}
-
-/**
  * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
  * share. `onCompleted` runs after traces were completed (by a request, or the completion thread).
  * With `completesInScoringWorker`, the online scoring worker runs the completion loop (with the
@@ -82,7 +72,7 @@ export function buildIngest(
       : completer;
   // OTLP trace requests are decoded, redacted and normalized in worker threads (listen() starts
   // them; until they run, and with an injected clock, the request's thread does it all).
-  const size = ingestThreads(config);
+  const size = config.traces.ingest_threads;
   const threads =
     clock === systemClock && size > 0
       ? new PrepareThreads({

@@ -22,6 +22,7 @@ export const DEFAULTS = {
     idleTimeout: '30s',
     maxAge: '5m',
     maxAttributeBytes: 64 * 1024,
+    ingestThreads: 0,
     /**
      * Counts are OpenTelemetry SDKs' defaults (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT and its siblings,
      * 128 each); 1 KiB keeps every key and name a real instrumentation writes (Datadog's agent

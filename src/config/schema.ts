@@ -320,9 +320,10 @@ export const ConfigSchema = z
         /**
          * Worker threads that decode, hold to the limits, redact and normalize OTLP trace
          * requests, leaving the thread holding the store's connection only the statements; 0
-         * does all of it on that thread. Default: 1 on SQLite, 0 on PostgreSQL (docs/ingest.md).
+         * does all of it on that thread (the default: a worker's heap takes the server past its
+         * 300 MB budget while scoring; docs/ingest.md).
          */
-        ingest_threads: z.int().min(0).max(16).optional(),
+        ingest_threads: z.int().min(0).max(16).default(DEFAULTS.traces.ingestThreads),
         /** Longest attribute value kept; longer strings are cut with a marker. */
         max_attribute_bytes: z.int().positive().default(DEFAULTS.traces.maxAttributeBytes),
         /**

@@ -89,9 +89,11 @@ const chat = [
 describe('hostile keys, names and patterns from outside', () => {
   let server: AdversarialServer;
   beforeAll(async () => {
-    // Values up to 4 MiB stay whole, so a 1 MiB JSON key inside one still parses as JSON.
+    // Values up to 4 MiB stay whole, so a 1 MiB JSON key inside one still parses as JSON. The
+    // requests are prepared in a worker thread (the default prepares them in-process; the other
+    // suites cover that).
     server = await startAdversarialServer(
-      'traces:\n  completion_grace: 100ms\n  max_attribute_bytes: 4194304\n',
+      'traces:\n  completion_grace: 100ms\n  max_attribute_bytes: 4194304\n  ingest_threads: 1\n',
     );
     // Small requests down the same paths first (keys and names cut, attributes dropped, secret
     // pairs, schema patterns), so the budget measures the hostile sizes, not a cold process.
