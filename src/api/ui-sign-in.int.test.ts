@@ -323,6 +323,55 @@ describe('signing in to the web UI at an identity provider', () => {
     }
   });
 
+  it('exchanges at most 8 sign-ins with the provider at once: more get 503 SIGN_IN_BUSY, unsent', async () => {
+    let exchanges = 0;
+    const held: (() => void)[] = [];
+    const slow = createHttpServer((req, res) => {
+      if (req.url === '/.well-known/openid-configuration') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            issuer,
+            authorization_endpoint: `${issuer}/auth`,
+            token_endpoint: `${issuer}/token`,
+            jwks_uri: `${issuer}/jwks`,
+          }),
+        );
+        return;
+      }
+      exchanges += 1;
+      held.push(() => res.writeHead(503).end());
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+    const app = await testApp(config(issuer));
+    const attempt = () =>
+      token({ code: 'abc', code_verifier: pkce().verifier, redirect_uri: REDIRECT }, app);
+    try {
+      const first = Array.from({ length: 8 }, attempt);
+      while (exchanges < 8) await new Promise((r) => setTimeout(r, 10));
+      const more = await Promise.all(Array.from({ length: 4 }, attempt));
+      for (const res of more) {
+        expect(res.statusCode).toBe(503);
+        expect(res.headers['retry-after']).toBeDefined();
+        expect(res.json().error.code).toBe('SIGN_IN_BUSY');
+      }
+      expect(exchanges).toBe(8);
+      for (const answer of held.splice(0)) answer();
+      for (const res of await Promise.all(first)) {
+        expect(res.json().error.code).toBe('OIDC_PROVIDER_UNAVAILABLE');
+      }
+      // Their places are free again: the next sign-in reaches the provider.
+      const next = attempt();
+      while (exchanges < 9) await new Promise((r) => setTimeout(r, 10));
+      for (const answer of held.splice(0)) answer();
+      expect((await next).json().error.code).toBe('OIDC_PROVIDER_UNAVAILABLE');
+    } finally {
+      await app.close();
+      slow.closeAllConnections();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
+  });
+
   it('answers 503 when the provider goes down between sign-in and the exchange', async () => {
     const brief = await startTestProvider([{ id: CLIENT, claims: {}, redirectUris: [REDIRECT] }], {
       accounts: ACCOUNTS,

@@ -18,6 +18,11 @@ import type { Principal } from './principal.js';
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 /** Longest authorization code accepted (providers issue tens to hundreds of characters). */
 const MAX_CODE_LENGTH = 2048;
+/**
+ * Exchanges with the provider in flight at once; past it a sign-in is refused at once (a person
+ * signs in once a day; a flood of token requests must not become a flood at the provider).
+ */
+const MAX_EXCHANGES = 8;
 const MAX_REDIRECT_URI_LENGTH = 2048;
 /** RFC 7636 §4.1: 43–128 characters of the unreserved set. */
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
@@ -114,6 +119,8 @@ function isUiRedirect(raw: string): boolean {
 }
 
 export class BrowserSignIn {
+  private exchanging = 0;
+
   constructor(private readonly deps: BrowserSignInDeps) {}
 
   /** The provider's authorization endpoint (from its discovery document, cached) and the client. */
@@ -131,9 +138,24 @@ export class BrowserSignIn {
   /**
    * Exchanges the code at the provider's token endpoint (no client secret: the verifier is the
    * proof), then verifies the ID token as any bearer is verified, so a person the mappings do
-   * not admit is refused here rather than on the first page.
+   * not admit is refused here rather than on the first page. At most MAX_EXCHANGES at once: past
+   * it, SIGN_IN_BUSY without asking the provider.
    */
   async exchange(request: TokenRequest): Promise<SignedIn> {
+    if (this.exchanging >= MAX_EXCHANGES) {
+      throw AuthErrors.SIGN_IN_BUSY(
+        `sign-in refused for now: ${MAX_EXCHANGES} sign-ins are being exchanged with the identity provider already; retry after Retry-After`,
+      );
+    }
+    this.exchanging += 1;
+    try {
+      return await this.exchangeNow(request);
+    } finally {
+      this.exchanging -= 1;
+    }
+  }
+
+  private async exchangeNow(request: TokenRequest): Promise<SignedIn> {
     const { issuer, clientId, verifier } = this.deps;
     const meta = await verifier.metadata(issuer);
     if (meta.tokenEndpoint === undefined) {

@@ -34,6 +34,11 @@ export const AuthErrors = defineErrors({
     kind: 'invalid_argument',
     doc: 'A `POST /ui/login/token` body the server refused before asking the provider: `code` or `code_verifier` missing, a verifier that is not 43–128 characters of `A-Z a-z 0-9 - . _ ~` (RFC 7636), or a `redirect_uri` that is not an http(s) URL under `/ui/`. The message names the field.',
   },
+  SIGN_IN_BUSY: {
+    kind: 'unavailable',
+    retryable: true,
+    doc: 'The server was already exchanging as many sign-ins with the identity provider as it allows at once (8), so this one was not sent to the provider: a flood of `POST /ui/login/token` cannot make the server flood its provider. Sign in again after `Retry-After`.',
+  },
   SIGN_IN_CODE_REFUSED: {
     kind: 'invalid_argument',
     doc: "The identity provider refused to exchange the authorization code; the message names the provider's error code (`invalid_grant`: the code was already used or has expired, or the verifier or redirect URI does not match the sign-in it came from). Sign in again.",
