@@ -71,6 +71,8 @@ describe('front server', () => {
         req.end(Buffer.alloc(3_000_000));
       });
       expect(answer).toBe('2.0 POST /c 3000000');
+      // One connection is not thousands of requests at once.
+      expect(session.remoteSettings.maxConcurrentStreams).toBe(256);
     } finally {
       session.close();
     }

@@ -44,6 +44,12 @@ export interface FrontServerOptions {
 /** Flow-control window: with HTTP/2's default 64 KiB, a large upload stalls on WINDOW_UPDATEs. */
 const WINDOW_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Streams one HTTP/2 connection may have open at once (Node's default is unbounded): as nginx's
+ * 128 or Go's 250, so that one connection is not thousands of requests at once.
+ */
+const MAX_STREAMS = 256;
+
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 /** 'h2' when the bytes open with the HTTP/2 preface, 'h1' when they cannot, undefined if unsure yet. */
@@ -175,7 +181,7 @@ export function createFrontServer(handler: Handler, options: FrontServerOptions 
     countDrops(h1, options.onDropped);
   }
   const h2 = createHttp2Server(
-    { settings: { initialWindowSize: WINDOW_BYTES } },
+    { settings: { initialWindowSize: WINDOW_BYTES, maxConcurrentStreams: MAX_STREAMS } },
     handler as unknown as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   );
   const sessions = new Set<Http2Session>();
