@@ -5,7 +5,8 @@
  * longest wait of any request, read p50/p99, acknowledged spans missing from the store (must be
  * 0) and the server's peak RSS. Goals: no request waits over 10 s, read p99 ≤ 1 s, nothing
  * acknowledged lost, RSS ≤ 300 MB. BENCH_SERVER_MAIN=<main.js> measures another build (one
- * compiled elsewhere, e.g. an earlier commit) instead of this checkout.
+ * compiled elsewhere, e.g. an earlier commit) instead of this checkout; BENCH_INGEST_THREADS=N
+ * sets `traces.ingest_threads`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -25,6 +26,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 200);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 /** Traces of 3 spans per batch: 170 makes 510 spans, about what a BatchSpanProcessor sends. */
 const TRACES_PER_BATCH = Number(process.env.BENCH_TRACES_PER_BATCH ?? 170);
+const INGEST_THREADS = process.env.BENCH_INGEST_THREADS ?? '';
 
 export async function main(): Promise<void> {
   const main = process.env.BENCH_SERVER_MAIN ?? buildServer('overload');
@@ -34,7 +36,10 @@ export async function main(): Promise<void> {
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'touchstone-bench-overload-'));
   const configFile = join(dataDir, 'config.yaml');
-  writeFileSync(configFile, 'log_level: warn\n');
+  writeFileSync(
+    configFile,
+    `log_level: warn\n${INGEST_THREADS === '' ? '' : `traces:\n  ingest_threads: ${Number(INGEST_THREADS)}\n`}`,
+  );
   const port = await freePort();
   const proc = await startBuiltServer(main, serveArgs(dataDir, port, configFile));
   const base = `http://127.0.0.1:${port}`;

@@ -12,6 +12,15 @@ import { compileRedaction } from '../redaction/index.js';
 import type { BuildBase } from './base.js';
 
 /**
+ * OTLP requests stored at once: SQLite writes one transaction at a time, so more would only queue
+ * ahead of reads on its one connection; PostgreSQL gets half its pool, the rest stays for reads
+ * and background work.
+ */
+export function ingestConcurrency(config: Readonly<Config>): number {
+  return config.store.driver === 'sqlite' ? 1 : Math.max(1, Math.floor(config.store.pool_size / 2));
+}
+
+/**
  * Trace ingest and completion as configured, with the redactor and span limits that pulled traces
  * share. `onCompleted` runs after traces were completed (by a request, or the completion thread).
  * With `completesInScoringWorker`, the online scoring worker runs the completion loop (with the
@@ -82,6 +91,8 @@ export function buildIngest(
             completeOnArrival: config.traces.complete_on_arrival,
           },
           size,
+          // Each worker's, one ready for each writer, and one more.
+          ahead: size + ingestConcurrency(config) + 1,
           logger,
         })
       : undefined;

@@ -5,19 +5,11 @@ import { type Config, isLoopbackListen, splitListen } from '../config/index.js';
 import { type Component, component } from '../core/index.js';
 import { mcpRoutes } from '../mcp/index.js';
 import type { Store } from '../store/index.js';
+import { ingestConcurrency } from './build-ingest.js';
 
 export function authRequired(config: Config): boolean {
   if (config.no_auth) return false;
   return config.auth !== undefined || !isLoopbackListen(config.listen);
-}
-
-/**
- * OTLP requests stored at once: SQLite writes one transaction at a time, so more would only queue
- * ahead of reads on its one connection; PostgreSQL gets half its pool, the rest stays for reads
- * and background work.
- */
-function ingestConcurrency(config: Readonly<Config>): number {
-  return config.store.driver === 'sqlite' ? 1 : Math.max(1, Math.floor(config.store.pool_size / 2));
 }
 
 /** What the HTTP edge serves; the rest of its deps come from config. */

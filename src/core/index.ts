@@ -18,6 +18,7 @@ export * from './on-demand.js';
 export * from './record.js';
 export * from './resource.js';
 export * from './roles.js';
+export * from './semaphore.js';
 export * from './span.js';
 export * from './trace.js';
 export * from './url-path.js';

@@ -7,8 +7,13 @@ import { IngestErrors } from './error-codes.js';
 import { DEFAULT_SPAN_LIMITS } from './limits.js';
 import { normalizeStoredTrace } from './normalize-stored.js';
 import { OtlpErrors } from './otlp/index.js';
-import type { PrepareDeps } from './pipeline.js';
-import { type PrepareRequest, PrepareThreads, prepareOtlp } from './prepare-thread.js';
+import type { IngestResult, PrepareDeps } from './pipeline.js';
+import {
+  type PrepareRequest,
+  PrepareThreads,
+  prepareOtlp,
+  receiveOtlpTraces,
+} from './prepare-thread.js';
 
 const SECRET = 'sk-live-0123456789abcdefghijklmnopqrstuv';
 const redaction = { keys: [], patterns: ['ACME-[0-9]{8}'], pii: ['email' as const] };
@@ -112,6 +117,47 @@ describe('PrepareThreads', () => {
     await eventually(async () => (threads?.running === 1 ? true : undefined), 30_000);
     const small = await threads.prepare(request(protobufBody(spans())));
     expect(small?.result.accepted).toBe(7);
+  });
+
+  it('prepares no more requests ahead of their store than it may hold', async () => {
+    const running = started({ ahead: 1 });
+    threads = running;
+    await eventually(async () => (running.running === 1 ? true : undefined), 30_000);
+    let sent = 0;
+    const prepare = running.prepare.bind(running);
+    running.prepare = (r) => {
+      sent += 1;
+      return prepare(r);
+    };
+    const stored: number[] = [];
+    let storeFirst = () => {};
+    const firstHeld = new Promise<void>((resolve) => {
+      storeFirst = resolve;
+    });
+    const ingest = {
+      preparing: deps,
+      store: async (_target: unknown, prepared: { result: IngestResult }) => {
+        stored.push(stored.length);
+        return prepared.result;
+      },
+    } as unknown as Parameters<typeof receiveOtlpTraces>[0];
+    const turn =
+      (held: Promise<void> | undefined) =>
+      async <T>(work: () => Promise<T>) => {
+        await held;
+        return work();
+      };
+    const body = protobufBody(spans());
+    const first = receiveOtlpTraces(ingest, running, request(body), turn(firstHeld));
+    const second = receiveOtlpTraces(ingest, running, request(body), turn(undefined));
+    await eventually(async () => (sent === 1 ? true : undefined), 10_000);
+    // The first is prepared and waits for its turn: the second waits with its body unread.
+    await new Promise((r) => setTimeout(r, 200));
+    expect([sent, stored.length]).toEqual([1, 0]);
+    storeFirst();
+    const results = await Promise.all([first, second]);
+    expect(results.map((r) => r.accepted)).toEqual([7, 7]);
+    expect([sent, stored.length]).toEqual([2, 2]);
   });
 
   it('leaves the request to its caller when no worker runs', async () => {

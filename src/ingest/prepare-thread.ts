@@ -1,5 +1,11 @@
 import type { ResourceLimits, Worker } from 'node:worker_threads';
-import { type ErrorKind, isTouchstoneError, TouchstoneError, workerThread } from '../core/index.js';
+import {
+  type ErrorKind,
+  isTouchstoneError,
+  Semaphore,
+  TouchstoneError,
+  workerThread,
+} from '../core/index.js';
 import type { RedactionConfig } from '../redaction/index.js';
 import { IngestErrors } from './error-codes.js';
 import type { SpanLimits } from './limits.js';
@@ -118,6 +124,11 @@ export interface PrepareThreadsDeps {
   data: PrepareWorkerData;
   /** Worker threads (`traces.ingest_threads`). */
   size: number;
+  /**
+   * Requests given to the workers and not yet stored, at most (see `reserve`): enough to keep
+   * the workers and the writers busy. Default: the workers, plus one being stored and one ready.
+   */
+  ahead?: number;
   logger?: { warn(obj: object, msg: string): void };
   /** The workers' heap limits; by default the server's own. */
   resourceLimits?: ResourceLimits;
@@ -136,8 +147,21 @@ export class PrepareThreads {
   private readonly slots: Slot[] = [];
   private nextId = 0;
   private stopped = false;
+  private readonly ahead: Semaphore;
 
-  constructor(private readonly deps: PrepareThreadsDeps) {}
+  constructor(private readonly deps: PrepareThreadsDeps) {
+    this.ahead = new Semaphore(deps.ahead ?? deps.size + 2);
+  }
+
+  /**
+   * Waits for a place among the requests prepared ahead of their store; the returned function
+   * gives it back (once stored, or failed). A prepared request is several times its body, so
+   * without this every admitted request was held prepared while the writers caught up: on
+   * PostgreSQL that took the server past its memory budget.
+   */
+  reserve(): Promise<() => void> {
+    return this.ahead.acquire();
+  }
 
   start(): void {
     if (this.stopped) return;
@@ -238,10 +262,17 @@ export async function receiveOtlpTraces(
   request: PrepareRequest,
   turn: WriteTurn,
 ): Promise<IngestResult> {
-  const inWorker = threads?.prepare(request);
-  if (inWorker !== undefined) {
-    const prepared = await inWorker;
-    return turn(() => ingest.store(request.target, prepared));
+  if (threads !== undefined && threads.running > 0) {
+    const release = await threads.reserve();
+    try {
+      const inWorker = threads.prepare(request);
+      if (inWorker !== undefined) {
+        const prepared = await inWorker;
+        return await turn(() => ingest.store(request.target, prepared));
+      }
+    } finally {
+      release();
+    }
   }
   return turn(async () =>
     ingest.store(request.target, await prepareOtlp(ingest.preparing, request, nextTurn)),

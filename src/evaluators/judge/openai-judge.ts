@@ -6,6 +6,7 @@ import {
   backoffMs,
   type Clock,
   isTouchstoneError,
+  Semaphore,
   systemClock,
   type TouchstoneError,
   withoutTrailingSlashes,
@@ -21,7 +22,7 @@ import type { Judge, JudgeRequest, JudgeResponse } from '../contract.js';
 import { ChatUsageSchema, chatUsage, parseChatCompletion } from './chat-completion.js';
 import { JudgeErrors } from './error-codes.js';
 import { parseJsonObject } from './json-answer.js';
-import { realSleep, Semaphore, type Sleep, TokenBucket } from './limits.js';
+import { realSleep, type Sleep, TokenBucket } from './limits.js';
 import { LruCache } from './lru-cache.js';
 
 export interface JudgeDeps {
