@@ -156,8 +156,8 @@ export class PrepareThreads {
   /**
    * Waits for a place among the requests prepared ahead of their store; the returned function
    * gives it back (once stored, or failed). A prepared request is several times its body, so
-   * without this every admitted request was held prepared while the writers caught up: on
-   * PostgreSQL that took the server past its memory budget.
+   * without this every admitted request was held prepared while the writers caught up: under
+   * overload, 20 MB more at the peak (docs/performance.md).
    */
   reserve(): Promise<() => void> {
     return this.ahead.acquire();
@@ -253,8 +253,9 @@ export type WriteTurn = <T>(work: () => Promise<T>) => Promise<T>;
 
 /**
  * Receives an OTLP trace request: decoded and prepared by a worker thread when one runs (this
- * thread meanwhile stores other requests), then stored in `turn`; without a worker, decoded and
- * prepared in slices within the turn.
+ * thread meanwhile stores other requests; it waits for a place among those prepared ahead,
+ * `reserve`), then stored in `turn`; without a worker, decoded and prepared in slices within the
+ * turn.
  */
 export async function receiveOtlpTraces(
   ingest: Pick<IngestService, 'store' | 'preparing'>,
