@@ -45,6 +45,7 @@ function started(options: Partial<ConstructorParameters<typeof PrepareThreads>[0
   const threads = new PrepareThreads({
     data: { redaction, limits: DEFAULT_SPAN_LIMITS, completeOnArrival: true },
     size: 1,
+    ahead: 3,
     ...options,
   });
   threads.start();
@@ -164,6 +165,7 @@ describe('PrepareThreads', () => {
     threads = new PrepareThreads({
       data: { redaction, limits: DEFAULT_SPAN_LIMITS, completeOnArrival: true },
       size: 1,
+      ahead: 3,
     });
     expect(threads.prepare(request(protobufBody(spans())))).toBeUndefined();
     threads.start();

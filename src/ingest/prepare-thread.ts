@@ -126,9 +126,9 @@ export interface PrepareThreadsDeps {
   size: number;
   /**
    * Requests given to the workers and not yet stored, at most (see `reserve`): enough to keep
-   * the workers and the writers busy. Default: the workers, plus one being stored and one ready.
+   * the workers and the writers busy.
    */
-  ahead?: number;
+  ahead: number;
   logger?: { warn(obj: object, msg: string): void };
   /** The workers' heap limits; by default the server's own. */
   resourceLimits?: ResourceLimits;
@@ -150,7 +150,7 @@ export class PrepareThreads {
   private readonly ahead: Semaphore;
 
   constructor(private readonly deps: PrepareThreadsDeps) {
-    this.ahead = new Semaphore(deps.ahead ?? deps.size + 2);
+    this.ahead = new Semaphore(deps.ahead);
   }
 
   /**
